@@ -1,0 +1,135 @@
+"""The exceptions bitemporal raises: one hierarchy rooted in :class:`BitemporalError`.
+
+Errors raised by the SQL functions carry a SQLSTATE of class ``BT`` (see the
+README's table); :func:`translate` maps a psycopg error to the class declaring
+that ``sqlstate``. Errors that Python can see before talking to the database
+(a naive ``datetime``, a value JSON cannot encode) are raised without a round
+trip, with the same classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import ClassVar
+
+import psycopg
+
+
+class BitemporalError(Exception):
+    """Base class of every error raised by bitemporal."""
+
+    #: The SQLSTATE the SQL functions raise for this error, if any.
+    sqlstate: ClassVar[str | None] = None
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message if hint is None else f"{message} ({hint})")
+        self.message = message
+        self.hint = hint
+
+
+class InvalidInputError(BitemporalError, ValueError):
+    """An argument is malformed; nothing was written."""
+
+
+class InvalidPeriodError(InvalidInputError):
+    """A period is empty, inverted or starts/ends at the wrong infinity."""
+
+    sqlstate = "BT001"
+
+
+class NaiveDatetimeError(InvalidInputError, TypeError):
+    """A ``datetime`` without a time zone: which instant it means is unknown."""
+
+
+class InvalidTimeError(InvalidInputError, TypeError):
+    """A time argument is neither an aware ``datetime`` nor a ``date``."""
+
+
+class InvalidKeyError(InvalidInputError):
+    """An entity, attribute or source is empty, too long or not text."""
+
+    sqlstate = "BT005"
+
+
+class InvalidValueError(InvalidInputError):
+    """A value is null or cannot be stored as JSON."""
+
+    sqlstate = "BT007"
+
+
+class KnowledgeTimeError(BitemporalError):
+    """A knowledge time would rewrite history or claim knowledge of the future."""
+
+
+class KnowledgeTimeInPastError(KnowledgeTimeError):
+    """Knowledge time not later than knowledge already recorded for the key."""
+
+    sqlstate = "BT002"
+
+
+class KnowledgeTimeInFutureError(KnowledgeTimeError):
+    """Knowledge time later than the database's present."""
+
+    sqlstate = "BT003"
+
+
+class UnknownKeyError(BitemporalError, LookupError):
+    """Nothing was ever recorded for the key (often a misspelling)."""
+
+    sqlstate = "BT004"
+
+
+class AppendOnlyError(BitemporalError):
+    """An attempt to delete or rewrite committed history."""
+
+    sqlstate = "BT006"
+
+
+class ConfigurationError(BitemporalError):
+    """The database cannot be reached or set up as configured."""
+
+
+class SchemaNotMigratedError(ConfigurationError):
+    """The database lacks the bitemporal schema: run ``bitemporal db upgrade``."""
+
+
+_BY_SQLSTATE: dict[str, type[BitemporalError]] = {
+    cls.sqlstate: cls
+    for cls in (
+        InvalidPeriodError,
+        KnowledgeTimeInPastError,
+        KnowledgeTimeInFutureError,
+        UnknownKeyError,
+        InvalidKeyError,
+        AppendOnlyError,
+        InvalidValueError,
+    )
+    if cls.sqlstate is not None
+}
+
+
+def error_for(exc: psycopg.Error) -> BitemporalError | None:
+    """The bitemporal error corresponding to a database error, if there is one."""
+    sqlstate = exc.sqlstate
+    cls = _BY_SQLSTATE.get(sqlstate) if sqlstate else None
+    if cls is None:
+        if sqlstate == "3F000" or (sqlstate == "42883" and "bitemporal." in str(exc)):
+            return SchemaNotMigratedError(
+                "the database has no bitemporal schema", hint="run `bitemporal db upgrade`"
+            )
+        return None
+    diag = exc.diag
+    return cls(diag.message_primary or str(exc), hint=diag.message_hint)
+
+
+@contextmanager
+def translate() -> Iterator[None]:
+    """Re-raise psycopg errors that have a bitemporal meaning as typed errors."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        mapped = error_for(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc

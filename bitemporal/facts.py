@@ -1,0 +1,336 @@
+"""The fact store: keys, versions, answers, and the repository that reads and writes them.
+
+Every method is a thin wrapper over one SQL function in ``sql/facts_*.sql``;
+the semantics live in the database, so that ``psql`` and Python give the same
+answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .errors import InvalidKeyError, InvalidValueError
+from .periods import Instant, Period, to_optional_instant
+
+#: JSON-compatible values, as stored in the ``jsonb`` value column.
+JSON = Any
+
+
+class Status(StrEnum):
+    """How many distinct values the eligible versions hold."""
+
+    #: No eligible version: unknown, which is not zero.
+    MISSING = "missing"
+    #: One distinct value: the available sources agree (not certified truth).
+    SUPPORTED = "supported"
+    #: Several distinct values: never averaged, never settled by ingestion order.
+    CONFLICT = "conflict"
+
+
+class Interpretation(StrEnum):
+    """How to read an answer, relative to the present."""
+
+    #: valid_at = known_at = now: in force, as far as the store knows now.
+    CURRENT = "current"
+    #: valid_at = known_at < now: what the store said then, not necessarily what was true.
+    KNOWN_THEN = "known_then"
+    #: valid_at < known_at, and the answer is what was already known at valid_at.
+    HISTORICAL = "historical"
+    #: valid_at < known_at, and later knowledge changed the answer for that time.
+    RETROSPECTIVE = "retrospective"
+    #: valid_at > known_at: announced, not (yet) in force.
+    ANNOUNCED_FUTURE = "announced_future"
+    #: Nothing eligible.
+    MISSING = "missing"
+
+
+_KEY_PART_LIMIT = 1024
+
+
+def _check_key_part(what: str, part: object) -> str:
+    if not isinstance(part, str) or part == "":
+        raise InvalidKeyError(f"{what} must be a non-empty string, not {part!r}")
+    if "\x00" in part:
+        raise InvalidKeyError(f"{what} contains a NUL character, which PostgreSQL text cannot hold")
+    if len(part.encode()) > _KEY_PART_LIMIT:
+        raise InvalidKeyError(f"{what} is longer than {_KEY_PART_LIMIT} bytes")
+    return part
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Key:
+    """What a fact is about: an entity (e.g. ``mailer:prod``) and an attribute."""
+
+    entity: str
+    attribute: str
+
+    def __post_init__(self) -> None:
+        _check_key_part("entity", self.entity)
+        _check_key_part("attribute", self.attribute)
+
+    def __str__(self) -> str:
+        return f"{self.entity}/{self.attribute}"
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One fact version: a source's value for a valid period, held for a known period."""
+
+    version_id: int
+    key: Key
+    source: str
+    value: JSON
+    valid_period: Period
+    known_period: Period
+    recorded_by: str | None = None
+    #: For a remainder re-recorded when a later write cut an older version:
+    #: the version whose assertion it carries forward.
+    carried_from: int | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Version:
+        return cls(
+            version_id=row["version_id"],
+            key=Key(row["entity"], row["attribute"]),
+            source=row["source"],
+            value=row["value"],
+            valid_period=Period.from_range(row["valid_period"]),
+            known_period=Period.from_range(row["known_period"]),
+            recorded_by=row["recorded_by"],
+            carried_from=row["carried_from"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What :meth:`Facts.record` did."""
+
+    #: The version holding the value (the existing one when nothing changed).
+    version_id: int
+    #: False when the value was already known for the whole period: nothing written.
+    created: bool
+    #: Versions whose knowledge this write ended.
+    superseded: tuple[int, ...] = ()
+    #: The knowledge time the write was recorded at (None when nothing was written).
+    known_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The answer to ``(valid_at, known_at)`` for one key, with its status."""
+
+    key: Key
+    status: Status
+    #: The value when supported, else None.
+    value: JSON
+    #: The distinct eligible values, sorted (JSON order).
+    values: tuple[JSON, ...]
+    #: The eligible versions the answer rests on, by version id.
+    versions: tuple[Version, ...]
+    valid_at: datetime
+    known_at: datetime
+    interpretation: Interpretation
+    #: The present the interpretation is relative to.
+    now: datetime
+    sources: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", tuple(sorted({v.source for v in self.versions})))
+
+
+def _json_text(value: JSON) -> str:
+    if value is None:
+        raise InvalidValueError(
+            "value must not be None", hint="to say a value no longer applies, retract its period"
+        )
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"value is not JSON-serializable: {exc}") from exc
+
+
+_VERSION_COLUMNS = (
+    "version_id, entity, attribute, source, value, valid_period, known_period, "
+    "recorded_by, carried_from"
+)
+
+
+class Facts:
+    """Reads and writes fact versions through the ``bitemporal`` SQL functions."""
+
+    def __init__(
+        self,
+        atomic: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
+        reading: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
+    ) -> None:
+        self._atomic = atomic
+        self._reading = reading
+
+    def record(
+        self,
+        key: Key,
+        value: JSON,
+        *,
+        source: str,
+        valid_from: Instant | None = None,
+        valid_to: Instant | None = None,
+        known_at: Instant | None = None,
+        recorded_by: str | None = None,
+    ) -> Recorded:
+        """Record that ``source`` says ``value`` applies over ``[valid_from, valid_to)``.
+
+        A sequenced update: current versions of the same key and source that
+        overlap the period have their knowledge closed and their remainders
+        re-recorded. ``known_at`` defaults to the transaction time; it may not
+        be later than the present nor earlier than knowledge already recorded
+        for the key.
+        """
+        _check_key_part("source", source)
+        args = (
+            key.entity,
+            key.attribute,
+            source,
+            _json_text(value),
+            *_period_args(valid_from, valid_to),
+            to_optional_instant(known_at, name="known_at"),
+            recorded_by,
+        )
+        with self._atomic() as conn:
+            row = conn.execute(
+                "SELECT version_id, created, superseded, known_at "
+                "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s)",
+                args,
+            ).fetchone()
+        assert row is not None
+        return Recorded(row[0], row[1], tuple(row[2]), row[3])
+
+    def retract(
+        self,
+        key: Key,
+        *,
+        source: str,
+        valid_from: Instant | None = None,
+        valid_to: Instant | None = None,
+        known_at: Instant | None = None,
+    ) -> tuple[int, ...]:
+        """Sequenced delete of ``[valid_from, valid_to)`` for ``source``.
+
+        Returns the versions whose knowledge ended (empty: nothing to retract).
+        """
+        _check_key_part("source", source)
+        args = (
+            key.entity,
+            key.attribute,
+            source,
+            *_period_args(valid_from, valid_to),
+            to_optional_instant(known_at, name="known_at"),
+        )
+        with self._atomic() as conn:
+            row = conn.execute(
+                "SELECT bitemporal.retract(%s, %s, %s, %s, %s, %s)", args
+            ).fetchone()
+        assert row is not None
+        return tuple(row[0])
+
+    def as_of(
+        self, key: Key, *, valid_at: Instant | None = None, known_at: Instant | None = None
+    ) -> list[Version]:
+        """The versions eligible at ``(valid_at, known_at)`` (default: now), by version id."""
+        args = (
+            key.entity,
+            key.attribute,
+            to_optional_instant(valid_at, name="valid_at"),
+            to_optional_instant(known_at, name="known_at"),
+        )
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.as_of(%s, %s, %s, %s)", args
+            )
+            return [Version.from_row(row) for row in cur]
+
+    def resolve(
+        self,
+        key: Key,
+        *,
+        valid_at: Instant | None = None,
+        known_at: Instant | None = None,
+        now: Instant | None = None,
+    ) -> Answer:
+        """Answer ``(valid_at, known_at)`` for ``key``, with status and interpretation.
+
+        ``now`` is the present the interpretation is relative to (default: the
+        database's); ``valid_at`` and ``known_at`` default to it.
+        """
+        args = (
+            key.entity,
+            key.attribute,
+            to_optional_instant(valid_at, name="valid_at"),
+            to_optional_instant(known_at, name="known_at"),
+            to_optional_instant(now, name="now"),
+        )
+        # One statement, so the answer and its versions share one snapshot.
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                "SELECT a.status::text AS answer_status, a.value AS answer_value, "
+                "a.values AS answer_values, a.valid_at AS answer_valid_at, "
+                "a.known_at AS answer_known_at, a.interpretation::text AS answer_interpretation, "
+                "a.present AS answer_present, "
+                f"{', '.join('v.' + c for c in _VERSION_COLUMNS.split(', '))} "
+                "FROM bitemporal.resolve(%s, %s, %s, %s, %s) a "
+                "LEFT JOIN LATERAL bitemporal.as_of(%s, %s, a.valid_at, a.known_at) v ON true "
+                "ORDER BY v.version_id",
+                (*args, key.entity, key.attribute),
+            )
+            rows = cur.fetchall()
+        first = rows[0]
+        versions = tuple(Version.from_row(r) for r in rows if r["version_id"] is not None)
+        return Answer(
+            key=key,
+            status=Status(first["answer_status"]),
+            value=first["answer_value"],
+            values=tuple(first["answer_values"]),
+            versions=versions,
+            valid_at=first["answer_valid_at"],
+            known_at=first["answer_known_at"],
+            interpretation=Interpretation(first["answer_interpretation"]),
+            now=first["answer_present"],
+        )
+
+    def history(self, key: Key) -> list[Version]:
+        """Every version of ``key``, superseded ones included, by version id."""
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.history(%s, %s)",
+                (key.entity, key.attribute),
+            )
+            return [Version.from_row(row) for row in cur]
+
+
+def _period_args(
+    valid_from: Instant | None, valid_to: Instant | None
+) -> tuple[datetime | None, datetime | None]:
+    start = to_optional_instant(valid_from, name="valid_from")
+    end = to_optional_instant(valid_to, name="valid_to")
+    Period(start, end)  # refuse an empty or inverted period before the round trip
+    return start, end
+
+
+__all__ = [
+    "Answer",
+    "Facts",
+    "Interpretation",
+    "JSON",
+    "Key",
+    "Recorded",
+    "Status",
+    "Version",
+]

@@ -1,0 +1,96 @@
+"""Instants and half-open periods, as Python sees them.
+
+An instant is an aware :class:`~datetime.datetime`; a :class:`~datetime.date`
+means midnight UTC of that day. A naive ``datetime`` is refused: which instant
+it names depends on a time zone nobody stated.
+
+A :class:`Period` is ``[start, end)``; ``None`` on either side means open on
+that side ("not known to end" for ``end``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any, TypeAlias
+
+from psycopg.types.range import Range
+
+from .errors import InvalidPeriodError, InvalidTimeError, NaiveDatetimeError
+
+#: What callers may pass wherever an instant is expected.
+Instant: TypeAlias = datetime | date
+
+
+def to_instant(value: Instant, *, name: str = "time") -> datetime:
+    """An aware ``datetime`` for ``value``; a ``date`` is midnight UTC."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise NaiveDatetimeError(
+                f"{name} {value.isoformat()} has no time zone",
+                hint="pass an aware datetime, e.g. datetime(..., tzinfo=timezone.utc)",
+            )
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    raise InvalidTimeError(
+        f"{name} must be a datetime or a date, not {type(value).__name__}"
+    )
+
+
+def to_optional_instant(value: Instant | None, *, name: str = "time") -> datetime | None:
+    """Like :func:`to_instant`, keeping ``None``."""
+    return None if value is None else to_instant(value, name=name)
+
+
+def _open_end(value: datetime | None) -> datetime | None:
+    # psycopg reads 'infinity' as datetime.max; an open end is None.
+    if value is None or value.replace(tzinfo=None) >= datetime(9999, 12, 30):
+        return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """A half-open period ``[start, end)``; ``None`` means open on that side."""
+
+    start: datetime | None
+    end: datetime | None
+
+    def __post_init__(self) -> None:
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            state = "empty" if self.end == self.start else "inverted"
+            raise InvalidPeriodError(
+                f"period [{self.start.isoformat()}, {self.end.isoformat()}) is {state}",
+                hint="a period is half-open [start, end): end must be later than start",
+            )
+
+    @classmethod
+    def of(cls, start: Instant | None = None, end: Instant | None = None) -> Period:
+        """A period from instants or dates; ``None`` leaves that side open."""
+        return cls(
+            to_optional_instant(start, name="period start"),
+            _open_end(to_optional_instant(end, name="period end")),
+        )
+
+    @classmethod
+    def from_range(cls, value: Range[Any]) -> Period:
+        """A period from a psycopg ``tstzrange`` value read from the store."""
+        if value.isempty:
+            raise InvalidPeriodError("the store returned an empty period")
+        return cls(value.lower, _open_end(value.upper))
+
+    def contains(self, instant: Instant) -> bool:
+        """Whether ``instant`` falls inside: start inclusive, end exclusive."""
+        t = to_instant(instant)
+        return (self.start is None or self.start <= t) and (self.end is None or t < self.end)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the end is not known."""
+        return self.end is None
+
+    def __str__(self) -> str:
+        start = "" if self.start is None else self.start.isoformat()
+        end = "" if self.end is None else self.end.isoformat()
+        return f"[{start}, {end})"

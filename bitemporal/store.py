@@ -1,0 +1,125 @@
+"""The store: repositories bound to one database connection.
+
+A store is built on whatever connection the application already has:
+
+* :func:`connect` opens (and migrates) its own autocommit connection, so each
+  call is its own transaction, and :meth:`Store.transaction` groups calls;
+* ``Store(psycopg_connection)`` takes part in the caller's transaction;
+* ``Store(sqlalchemy_connection_or_session)`` does the same on the psycopg
+  connection underneath SQLAlchemy's.
+
+Each write runs inside ``connection.transaction()``: a transaction of its own
+on an autocommit connection, a savepoint inside the caller's transaction, so
+that a refused write leaves the store, and the caller's transaction, exactly as
+they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import psycopg
+import sqlalchemy
+import sqlalchemy.orm
+
+from . import errors
+from .database import database_url, psycopg_url
+from .facts import Facts
+from .migrations import migrate
+
+Connectable = psycopg.Connection[Any] | sqlalchemy.Connection | sqlalchemy.orm.Session
+
+
+def _driver(connection: sqlalchemy.Connection) -> psycopg.Connection[Any]:
+    driver = connection.connection.driver_connection
+    if not isinstance(driver, psycopg.Connection):
+        raise TypeError("bitemporal needs SQLAlchemy's psycopg 3 driver: postgresql+psycopg://")
+    return driver
+
+
+def _connection_getter(connection: Connectable) -> Callable[[], psycopg.Connection[Any]]:
+    if isinstance(connection, psycopg.Connection):
+        return lambda: connection
+    if isinstance(connection, sqlalchemy.orm.Session):
+        # A Session may hand out a new Connection per transaction: look it up per call.
+        return lambda: _driver(connection.connection())
+    if isinstance(connection, sqlalchemy.Connection):
+        return lambda: _driver(connection)
+    raise TypeError(
+        "Store needs a psycopg Connection or a SQLAlchemy Connection or Session, "
+        f"not {type(connection).__name__}"
+    )
+
+
+class Store:
+    """Repositories over one database connection (see the module docstring)."""
+
+    def __init__(self, connection: Connectable, *, owns_connection: bool = False) -> None:
+        self._get = _connection_getter(connection)
+        self._owns = owns_connection
+        self.facts = Facts(self._atomic, self._reading)
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        """The psycopg connection calls go through."""
+        return self._get()
+
+    @contextmanager
+    def _atomic(self) -> Iterator[psycopg.Connection[Any]]:
+        conn = self._get()
+        with errors.translate(), conn.transaction():
+            yield conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection[Any]]:
+        with errors.translate():
+            yield self._get()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Store]:
+        """Group several calls into one transaction (a savepoint if one is open)."""
+        with self._atomic():
+            yield self
+
+    def now(self) -> datetime:
+        """The database's present: its transaction time (``now()``)."""
+        row = self._get().execute("SELECT now()").fetchone()
+        assert row is not None
+        return row[0]
+
+    def close(self) -> None:
+        """Close the connection if the store opened it."""
+        if self._owns:
+            self._get().close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def connect(url: str | None = None, *, upgrade: bool = True) -> Store:
+    """A store on its own autocommit connection, migrated to head.
+
+    The URL comes from ``url``, else ``BITEMPORAL_DATABASE_URL``, else
+    ``DATABASE_URL``, else an embedded PostgreSQL 18 kept under the user's data
+    directory. Pass ``upgrade=False`` where migrations are deployed separately.
+    """
+    resolved = database_url(url)
+    if upgrade:
+        migrate(resolved)
+    try:
+        conn = psycopg.connect(psycopg_url(resolved), autocommit=True)
+    except psycopg.OperationalError as exc:
+        raise errors.ConfigurationError(f"cannot connect to the database: {exc}") from exc
+    return Store(conn, owns_connection=True)
