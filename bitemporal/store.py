@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 import sqlalchemy
 import sqlalchemy.orm
 
@@ -71,6 +72,11 @@ class Store:
     @contextmanager
     def _atomic(self) -> Iterator[psycopg.Connection[Any]]:
         conn = self._get()
+        if not conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+            # Outside autocommit, psycopg's transaction() on an idle connection
+            # would commit on exit; open the caller's implicit transaction first
+            # so that the block is a savepoint inside it.
+            conn.execute("SELECT 1")
         with errors.translate(), conn.transaction():
             yield conn
 

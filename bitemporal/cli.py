@@ -1,0 +1,253 @@
+"""The ``bitemporal`` command: a thin layer over the same typed functions as the Python API.
+
+    bitemporal db upgrade|downgrade|current|sql     migrations (Alembic underneath)
+    bitemporal record ENTITY ATTRIBUTE VALUE --source S [--valid-from T] [--valid-to T]
+    bitemporal retract ENTITY ATTRIBUTE --source S [--valid-from T] [--valid-to T]
+    bitemporal resolve ENTITY ATTRIBUTE [--valid-at T] [--known-at T] [--json]
+    bitemporal history ENTITY ATTRIBUTE [--json]
+    bitemporal demo
+
+The database URL comes from ``--url``, else ``BITEMPORAL_DATABASE_URL``, else
+``DATABASE_URL``, else the embedded server. Times are ISO 8601 with a time zone
+(``2026-09-01T12:00:00+02:00``) or dates (midnight UTC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+from . import demo, migrations
+from .errors import BitemporalError, InvalidTimeError, InvalidValueError
+from .facts import Answer, Key, Version
+from .periods import Instant
+from .report import format_table, stamp
+from .store import connect
+
+
+def parse_instant(text: str) -> Instant:
+    """An ISO 8601 date (midnight UTC) or aware datetime."""
+    try:
+        if len(text) == 10:
+            return date.fromisoformat(text)
+        return datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InvalidTimeError(
+            f"{text!r} is not an ISO 8601 date or datetime",
+            hint="e.g. 2026-09-01 or 2026-09-01T12:00:00+00:00",
+        ) from exc
+
+
+def parse_value(text: str) -> Any:
+    """A JSON value from the command line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidValueError(
+            f"value {text!r} is not JSON", hint="quote text as JSON: '\"text\"'"
+        ) from exc
+
+
+def _version_json(v: Version) -> dict[str, Any]:
+    return {
+        "version_id": v.version_id,
+        "source": v.source,
+        "value": v.value,
+        "valid_from": _iso(v.valid_period.start),
+        "valid_to": _iso(v.valid_period.end),
+        "known_from": _iso(v.known_period.start),
+        "known_to": _iso(v.known_period.end),
+        "recorded_by": v.recorded_by,
+        "carried_from": v.carried_from,
+    }
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def answer_json(answer: Answer) -> dict[str, Any]:
+    """An answer as plain JSON data."""
+    return {
+        "entity": answer.key.entity,
+        "attribute": answer.key.attribute,
+        "status": answer.status.value,
+        "value": answer.value,
+        "values": list(answer.values),
+        "interpretation": answer.interpretation.value,
+        "valid_at": answer.valid_at.isoformat(),
+        "known_at": answer.known_at.isoformat(),
+        "now": answer.now.isoformat(),
+        "sources": list(answer.sources),
+        "versions": [_version_json(v) for v in answer.versions],
+    }
+
+
+def _versions_table(versions: Sequence[Version]) -> str:
+    header = ("version", "source", "value", "valid from", "valid to", "known from", "known to")
+    rows = [
+        (v.version_id, v.source, json.dumps(v.value), stamp(v.valid_period.start) or "(open)",
+         stamp(v.valid_period.end) or "(open)", stamp(v.known_period.start),
+         stamp(v.known_period.end) or "(open)")
+        for v in versions
+    ]
+    return format_table(header, rows)
+
+
+def _db(args: argparse.Namespace) -> int:
+    if args.db_command == "upgrade":
+        migrations.migrate(args.url, args.revision)
+    elif args.db_command == "downgrade":
+        migrations.downgrade(args.url, args.revision)
+    elif args.db_command == "current":
+        print(migrations.current(args.url) or "(not migrated)")
+    else:
+        sys.stdout.write(migrations.sql_script(args.revision, start=args.start))
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    with connect(args.url) as store:
+        result = store.facts.record(
+            Key(args.entity, args.attribute), parse_value(args.value), source=args.source,
+            valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
+            recorded_by=args.recorded_by,
+        )
+    if result.created:
+        superseded = ", ".join(map(str, result.superseded)) or "none"
+        print(f"recorded version {result.version_id} (superseded: {superseded})")
+    else:
+        print(f"unchanged: already known as version {result.version_id}")
+    return 0
+
+
+def _retract(args: argparse.Namespace) -> int:
+    with connect(args.url) as store:
+        ended = store.facts.retract(
+            Key(args.entity, args.attribute), source=args.source,
+            valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
+        )
+    print(f"retracted: versions {', '.join(map(str, ended))}" if ended else "nothing to retract")
+    return 0
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    with connect(args.url) as store:
+        answer = store.facts.resolve(
+            Key(args.entity, args.attribute), valid_at=args.valid_at, known_at=args.known_at,
+            now=args.now,
+        )
+    if args.json:
+        print(json.dumps(answer_json(answer), indent=2))
+        return 0
+    value = json.dumps(answer.value) if answer.value is not None else (
+        " | ".join(map(json.dumps, answer.values)) or "-")
+    print(
+        f"{answer.key}: {value}\n"
+        f"status: {answer.status.value}; interpretation: {answer.interpretation.value}\n"
+        f"valid at {stamp(answer.valid_at)}, known at {stamp(answer.known_at)}, "
+        f"asked on {stamp(answer.now)}"
+    )
+    if answer.versions:
+        sys.stdout.write(_versions_table(answer.versions))
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    with connect(args.url) as store:
+        versions = store.facts.history(Key(args.entity, args.attribute))
+    if args.json:
+        print(json.dumps([_version_json(v) for v in versions], indent=2))
+    else:
+        sys.stdout.write(_versions_table(versions))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    demo.run(sys.stdout, args.url)
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .bench import decay
+
+    return decay.main(args.bench_args)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="bitemporal", description=__doc__.split("\n")[0])
+    top.add_argument("--url", help="database URL (default: $BITEMPORAL_DATABASE_URL, "
+                     "$DATABASE_URL, else an embedded PostgreSQL 18)")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    db = commands.add_parser("db", help="migrate the database schema")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    db_commands.add_parser("upgrade", help="upgrade to a revision (default head)").add_argument(
+        "revision", nargs="?", default="head")
+    db_commands.add_parser("downgrade", help="downgrade to a revision (default base)").add_argument(
+        "revision", nargs="?", default="base")
+    db_commands.add_parser("current", help="print the current revision")
+    sql = db_commands.add_parser("sql", help="print the upgrade SQL for review (offline)")
+    sql.add_argument("revision", nargs="?", default="head")
+    sql.add_argument("--start", help="revision the database is at (default: empty)")
+    db.set_defaults(handler=_db)
+
+    def keyed(name: str, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help)
+        sub.add_argument("entity")
+        sub.add_argument("attribute")
+        return sub
+
+    def period(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--source", required=True)
+        sub.add_argument("--valid-from", type=parse_instant, help="default: open")
+        sub.add_argument("--valid-to", type=parse_instant, help="default: open")
+        sub.add_argument("--known-at", type=parse_instant, help="default: the transaction time")
+
+    record = keyed("record", "record a value (JSON) for a valid period")
+    record.add_argument("value", help="a JSON value, e.g. 80 or '\"text\"'")
+    period(record)
+    record.add_argument("--recorded-by")
+    record.set_defaults(handler=_record)
+
+    retract = keyed("retract", "retract a source's value for a valid period")
+    period(retract)
+    retract.set_defaults(handler=_retract)
+
+    resolve = keyed("resolve", "answer (valid_at, known_at) with status")
+    resolve.add_argument("--valid-at", type=parse_instant)
+    resolve.add_argument("--known-at", type=parse_instant)
+    resolve.add_argument("--now", type=parse_instant, help="the present answers are read against")
+    resolve.add_argument("--json", action="store_true")
+    resolve.set_defaults(handler=_resolve)
+
+    history = keyed("history", "every version of a key")
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(handler=_history)
+
+    commands.add_parser("demo", help="replay the worked example in a scratch database").set_defaults(
+        handler=_demo)
+
+    bench = commands.add_parser("bench", help="run a benchmark")
+    bench.add_argument("suite", choices=["decay"])
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.set_defaults(handler=_bench)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser()
+    try:
+        args = p.parse_args(argv)
+        return int(args.handler(args))
+    except BitemporalError as exc:
+        print(f"bitemporal: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
