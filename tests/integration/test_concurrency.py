@@ -1,0 +1,149 @@
+"""Several connections writing at once: per-key serialisation, no race reaches the caller."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from bitemporal import Key, Recorded, Store, errors
+
+DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def day(n: int) -> datetime:
+    return DAY0 + timedelta(days=n)
+
+
+def run_threads(count: int, work: Callable[[int, threading.Barrier], None]) -> None:
+    barrier = threading.Barrier(count)
+    failures: list[BaseException] = []
+
+    def target(i: int) -> None:
+        try:
+            work(i, barrier)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not failures, failures
+
+
+def assert_well_formed(conn: psycopg.Connection[Any], key: Key) -> None:
+    """No overlap per source within knowledge, and knowledge closed only forward."""
+    overlaps = conn.execute(
+        """SELECT count(*) FROM bitemporal.fact_version a JOIN bitemporal.fact_version b
+             ON a.entity = b.entity AND a.attribute = b.attribute AND a.source = b.source
+            AND a.version_id < b.version_id
+            AND a.valid_period && b.valid_period AND a.known_period && b.known_period
+          WHERE a.entity = %s AND a.attribute = %s""",
+        (key.entity, key.attribute),
+    ).fetchone()
+    assert overlaps == (0,)
+    bad = conn.execute(
+        "SELECT count(*) FROM bitemporal.fact_version WHERE entity = %s AND isempty(known_period)",
+        (key.entity,),
+    ).fetchone()
+    assert bad == (0,)
+
+
+def test_writers_of_one_key_serialise(connect: Any, key: Key) -> None:
+    writers, rounds = 6, 15
+    results: list[list[tuple[Recorded, tuple[int, int, int]]]] = [[] for _ in range(writers)]
+
+    def work(i: int, barrier: threading.Barrier) -> None:
+        store = Store(connect())
+        rng = random.Random(i)
+        barrier.wait()
+        for r in range(rounds):
+            start = rng.randrange(0, 20)
+            end = start + rng.randrange(1, 10)
+            value = i * 1000 + r
+            results[i].append((store.facts.record(key, value, source="s", valid_from=day(start),
+                                                  valid_to=day(end)), (value, start, end)))
+
+    run_threads(writers, work)
+
+    conn = connect()
+    assert_well_formed(conn, key)
+    # The final state is that of the serial order given by the knowledge times.
+    writes = sorted((rec.known_at, w) for per in results for rec, w in per)
+    assert len({t for t, _ in writes}) == len(writes), "each write has its own knowledge time"
+    painted: dict[int, int] = {}
+    for _, (value, start, end) in writes:
+        for d in range(start, end):
+            painted[d] = value
+    store = Store(conn)
+    for d in range(0, 30):
+        answer = store.facts.resolve(key, valid_at=day(d))
+        assert answer.value == painted.get(d), d
+
+
+def test_first_writes_of_a_new_key_race_cleanly(connect: Any, key: Key) -> None:
+    def work(i: int, barrier: threading.Barrier) -> None:
+        store = Store(connect())
+        barrier.wait()
+        store.facts.record(key, i, source=f"source-{i}")
+
+    run_threads(8, work)
+    answer = Store(connect()).facts.resolve(key)
+    assert answer.values == tuple(range(8))
+
+
+def test_later_transaction_time_wins_after_waiting(connect: Any, key: Key) -> None:
+    """A transaction that started first but writes second records knowledge after the first writer's."""
+    early = connect(autocommit=False)
+    early.execute("SELECT now()")  # the transaction (and its timestamp) starts here
+    late = Store(connect())
+    first = late.facts.record(key, 1, source="s")
+    second = Store(early).facts.record(key, 2, source="s")
+    early.commit()
+    assert second.known_at is not None and first.known_at is not None
+    assert second.known_at > first.known_at
+    old, new = Store(connect()).facts.history(key)
+    assert old.known_period.end == new.known_period.start == second.known_at
+
+
+def test_other_keys_do_not_block(connect: Any, key: Key) -> None:
+    holder = connect(autocommit=False)
+    Store(holder).facts.record(key, 1, source="s")  # holds the key's lock until commit
+    other = connect(autocommit=False)
+    other.execute("SET lock_timeout = '2s'")
+    other_key = Key(key.entity + ":other", key.attribute)
+    Store(other).facts.record(other_key, 1, source="s")
+    other.commit()
+
+    same = connect(autocommit=False)
+    same.execute("SET lock_timeout = '100ms'")
+    with pytest.raises(psycopg.errors.LockNotAvailable), errors.translate():
+        Store(same).facts.record(key, 2, source="s")
+    same.rollback()
+    holder.commit()
+    assert Store(connect()).facts.resolve(key).value == 1
+
+
+def test_many_keys_in_parallel(connect: Any, key: Key) -> None:
+    keys = [Key(f"{key.entity}:{n}", key.attribute) for n in range(40)]
+
+    def work(i: int, barrier: threading.Barrier) -> None:
+        store = Store(connect())
+        order = list(keys)
+        random.Random(i).shuffle(order)
+        barrier.wait()
+        for k in order:
+            store.facts.record(k, i, source=f"w{i}", valid_from=day(i))
+
+    run_threads(4, work)
+    store = Store(connect())
+    for k in keys:
+        assert store.facts.resolve(k, valid_at=day(10)).values == (0, 1, 2, 3)
+        assert_well_formed(store.connection, k)

@@ -1,0 +1,220 @@
+"""Bad input gets a typed error, a documented SQLSTATE, and leaves the store exactly as it was."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from bitemporal import (
+    AppendOnlyError,
+    BitemporalError,
+    InvalidKeyError,
+    InvalidPeriodError,
+    InvalidTimeError,
+    InvalidValueError,
+    Key,
+    KnowledgeTimeInFutureError,
+    KnowledgeTimeInPastError,
+    NaiveDatetimeError,
+    Store,
+    UnknownKeyError,
+    errors,
+)
+
+KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def snapshot(conn: psycopg.Connection[Any], key: Key) -> tuple[list[Any], list[Any]]:
+    versions = conn.execute(
+        "SELECT * FROM bitemporal.versions WHERE entity = %s AND attribute = %s ORDER BY version_id",
+        (key.entity, key.attribute),
+    ).fetchall()
+    keys = conn.execute(
+        "SELECT * FROM bitemporal.fact_key WHERE entity = %s AND attribute = %s",
+        (key.entity, key.attribute),
+    ).fetchall()
+    return versions, keys
+
+
+@pytest.fixture
+def seeded(store: Store, key: Key) -> Key:
+    store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=KNOWN)
+    return key
+
+
+def unchanged(store: Store, key: Key, error: type[BitemporalError], call: Callable[[], object]) -> BitemporalError:
+    before = snapshot(store.connection, key)
+    with pytest.raises(error) as caught:
+        call()
+    assert snapshot(store.connection, key) == before
+    assert str(caught.value)  # a message a user can act on
+    return caught.value
+
+
+NAIVE = datetime(2026, 2, 1)
+
+
+@pytest.mark.parametrize("argument", ["valid_from", "valid_to", "known_at"])
+def test_naive_datetime_is_refused_before_writing(store: Store, seeded: Key, argument: str) -> None:
+    err = unchanged(store, seeded, NaiveDatetimeError,
+                    lambda: store.facts.record(seeded, 1, source="policy", **{argument: NAIVE}))
+    assert "time zone" in str(err)
+
+
+@pytest.mark.parametrize("argument", ["valid_at", "known_at", "now"])
+def test_naive_datetime_is_refused_when_asking(store: Store, seeded: Key, argument: str) -> None:
+    with pytest.raises(NaiveDatetimeError):
+        store.facts.resolve(seeded, **{argument: NAIVE})
+
+
+def test_time_of_the_wrong_type(store: Store, seeded: Key) -> None:
+    unchanged(store, seeded, InvalidTimeError,
+              lambda: store.facts.record(seeded, 1, source="policy", valid_from="2026-01-01"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("start", "end"), [(date(2026, 3, 1), date(2026, 3, 1)), (date(2026, 3, 2), date(2026, 3, 1))])
+def test_empty_or_inverted_period(store: Store, seeded: Key, start: date, end: date) -> None:
+    unchanged(store, seeded, InvalidPeriodError,
+              lambda: store.facts.record(seeded, 1, source="policy", valid_from=start, valid_to=end))
+    unchanged(store, seeded, InvalidPeriodError,
+              lambda: store.facts.retract(seeded, source="policy", valid_from=start, valid_to=end))
+
+
+@pytest.mark.parametrize(("start", "end"), [("2026-03-01", "2026-03-01"), ("2026-03-02", "2026-03-01"),
+                                            ("infinity", None), (None, "-infinity")])
+def test_sql_refuses_bad_periods_with_bt001(store: Store, seeded: Key, start: str | None, end: str | None) -> None:
+    def call() -> None:
+        with errors.translate():
+            store.connection.execute(
+                "SELECT bitemporal.record(%s, %s, 'policy', '1', %s, %s)",
+                (seeded.entity, seeded.attribute, start, end),
+            )
+    err = unchanged(store, seeded, InvalidPeriodError, call)
+    assert isinstance(err.__cause__, psycopg.Error) and err.__cause__.sqlstate == "BT001"
+
+
+def test_knowledge_time_in_the_future(store: Store, seeded: Key) -> None:
+    future = datetime.now(UTC) + timedelta(days=1)
+    unchanged(store, seeded, KnowledgeTimeInFutureError,
+              lambda: store.facts.record(seeded, 1, source="policy", known_at=future))
+    with pytest.raises(KnowledgeTimeInFutureError):
+        store.facts.resolve(seeded, known_at=future)
+
+
+@pytest.mark.parametrize("delta", [timedelta(days=-1), timedelta(0)])
+def test_knowledge_time_not_after_recorded_knowledge(store: Store, seeded: Key, delta: timedelta) -> None:
+    err = unchanged(store, seeded, KnowledgeTimeInPastError,
+                    lambda: store.facts.record(seeded, 80, source="other", known_at=KNOWN + delta))
+    assert "not later than knowledge already recorded" in str(err)
+    unchanged(store, seeded, KnowledgeTimeInPastError,
+              lambda: store.facts.retract(seeded, source="policy", known_at=KNOWN + delta))
+
+
+def test_unknown_key(store: Store, key: Key) -> None:
+    with pytest.raises(UnknownKeyError, match="unknown key"):
+        store.facts.resolve(key)
+    with pytest.raises(UnknownKeyError):
+        store.facts.history(key)
+    with pytest.raises(UnknownKeyError):
+        store.facts.retract(key, source="policy")
+    # A raw filter, not a question: nothing eligible.
+    assert store.facts.as_of(key) == []
+
+
+@pytest.mark.parametrize("entity", ["", "a\x00b", "x" * 1025, 42])
+def test_malformed_key(entity: object) -> None:
+    with pytest.raises(InvalidKeyError):
+        Key(entity, "attribute")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", ["", "x" * 1025, "nul\x00"])
+def test_malformed_source(store: Store, seeded: Key, source: str) -> None:
+    unchanged(store, seeded, InvalidKeyError, lambda: store.facts.record(seeded, 1, source=source))
+
+
+@pytest.mark.parametrize("entity", ["", "é" * 600])
+def test_sql_refuses_malformed_keys_with_bt005(store: Store, entity: str) -> None:
+    with pytest.raises(InvalidKeyError), errors.translate():
+        store.connection.execute("SELECT bitemporal.record(%s, 'a', 's', '1')", (entity,))
+
+
+@pytest.mark.parametrize("value", [None, math.nan, math.inf, {1, 2}, object(), b"bytes"])
+def test_value_not_json(store: Store, seeded: Key, value: object) -> None:
+    unchanged(store, seeded, InvalidValueError, lambda: store.facts.record(seeded, value, source="policy"))
+
+
+def test_sql_refuses_null_values_with_bt007(store: Store, seeded: Key) -> None:
+    for literal in ("null", None):
+        def call() -> None:
+            with errors.translate():
+                store.connection.execute(
+                    "SELECT bitemporal.record(%s, %s, 'policy', %s::jsonb)",
+                    (seeded.entity, seeded.attribute, literal),
+                )
+        unchanged(store, seeded, InvalidValueError, call)
+
+
+def test_a_key_containing_sql_is_stored_verbatim(store: Store) -> None:
+    evil = Key("x'); DROP TABLE bitemporal.fact_version; --", "a\"b%s")
+    store.facts.record(evil, "'; SELECT 1; --", source="s%(x)s")
+    [v] = store.facts.history(evil)
+    assert (v.key, v.value, v.source) == (evil, "'; SELECT 1; --", "s%(x)s")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DELETE FROM bitemporal.fact_version WHERE entity = %(e)s",
+        "TRUNCATE bitemporal.fact_version CASCADE",
+        "UPDATE bitemporal.fact_version SET value = '1' WHERE entity = %(e)s",
+        "UPDATE bitemporal.fact_version SET valid_period = tstzrange(NULL, NULL) WHERE entity = %(e)s",
+        "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), NULL) WHERE entity = %(e)s",
+        "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), now() + interval '1 day') WHERE entity = %(e)s",
+    ],
+)
+def test_history_is_append_only_even_for_the_owner(store: Store, seeded: Key, statement: str) -> None:
+    store.facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))  # one closed version
+
+    def call() -> None:
+        with errors.translate():
+            store.connection.execute(statement, {"e": seeded.entity})
+
+    unchanged(store, seeded, AppendOnlyError, call)
+
+
+def test_a_closed_version_cannot_be_closed_again(store: Store, seeded: Key) -> None:
+    store.facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))
+
+    def call() -> None:
+        with errors.translate():
+            store.connection.execute(
+                "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), %s) "
+                "WHERE entity = %s AND NOT upper_inf(known_period)",
+                (KNOWN + timedelta(hours=1), seeded.entity),
+            )
+
+    unchanged(store, seeded, AppendOnlyError, call)
+
+
+def test_refused_write_keeps_the_callers_transaction_usable(connect: Any, key: Key) -> None:
+    conn = connect(autocommit=False)
+    store = Store(conn)
+    store.facts.record(key, 1, source="s", valid_to=date(2026, 1, 1))
+    with pytest.raises(InvalidPeriodError):
+        with errors.translate():
+            conn.execute(
+                "SELECT bitemporal.record(%s, %s, 's', '2', '2026-02-01', '2026-01-01')",
+                (key.entity, key.attribute),
+            )
+    conn.rollback()
+    store.facts.record(key, 1, source="s", valid_to=date(2026, 1, 1))
+    with pytest.raises(KnowledgeTimeInFutureError):
+        store.facts.record(key, 2, source="s", known_at=datetime.now(UTC) + timedelta(days=1))
+    store.facts.record(key, 3, source="s", valid_from=date(2026, 1, 1))
+    conn.commit()
+    assert [v.value for v in Store(connect()).facts.history(key)] == [1, 3]
