@@ -83,6 +83,20 @@ def database_url(server_url: str) -> Iterator[str]:
     _drop_database(server_url, name)
 
 
+@pytest.fixture(scope="session")
+def make_database(server_url: str) -> Iterator[Any]:
+    """Creates empty databases on demand (returning their URLs); drops them after the session."""
+    names: list[str] = []
+
+    def create() -> str:
+        names.append(_create_database(server_url))
+        return with_database(server_url, names[-1])
+
+    yield create
+    for name in names:
+        _drop_database(server_url, name)
+
+
 @pytest.fixture
 def empty_database_url(server_url: str) -> Iterator[str]:
     """A new, empty database for this test alone."""
