@@ -1,0 +1,92 @@
+"""Plans, not timings: key lookups must be index scans once a table has real history.
+
+The table is filled the way record() leaves it after many changes of each key:
+every change closes the open version and re-records its remainder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from bitemporal import migrate
+
+KEYS, CHANGES = 400, 50
+
+FILL = """
+INSERT INTO bitemporal.fact_key
+SELECT 'e' || k, 'a', '2020-01-01', '2020-01-01'::timestamptz + %(changes)s * interval '1 hour',
+       pg_current_xact_id()
+  FROM generate_series(1, %(keys)s) k;
+INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period)
+SELECT 'e' || k, 'a', 's', to_jsonb(i),
+       tstzrange('2020-01-01'::timestamptz + i * interval '1 day', NULL, '[)'),
+       tstzrange('2020-01-01'::timestamptz + i * interval '1 hour',
+                 CASE WHEN i < %(changes)s - 1 THEN '2020-01-01'::timestamptz + (i + 1) * interval '1 hour' END, '[)')
+  FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 1) i
+UNION ALL
+SELECT 'e' || k, 'a', 's', to_jsonb(i),
+       tstzrange('2020-01-01'::timestamptz + i * interval '1 day', '2020-01-01'::timestamptz + (i + 1) * interval '1 day', '[)'),
+       tstzrange('2020-01-01'::timestamptz + (i + 1) * interval '1 hour', NULL, '[)')
+  FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 2) i;
+"""
+
+
+@pytest.fixture(scope="module")
+def conn(make_database: Any) -> Iterator[psycopg.Connection[Any]]:
+    url = make_database()
+    migrate(url)
+    with psycopg.connect(url, autocommit=True) as c:
+        for statement in FILL.split(";")[:-1]:
+            c.execute(statement, {"keys": KEYS, "changes": CHANGES})
+        c.execute("ANALYZE bitemporal.fact_version, bitemporal.fact_key")
+        yield c
+
+
+def plan(conn: psycopg.Connection[Any], query: str) -> str:
+    rows = conn.execute(f"EXPLAIN (COSTS OFF) {query}").fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM bitemporal.as_of('e200', 'a', '2020-01-20')",
+        "SELECT * FROM bitemporal.as_of('e200', 'a', '2020-01-20', '2020-01-01 12:00')",
+        "SELECT * FROM bitemporal.as_of('e200', 'a')",
+        "SELECT * FROM bitemporal.versions WHERE entity = 'e200' AND attribute = 'a'",
+    ],
+)
+def test_key_lookups_use_the_key_index(conn: psycopg.Connection[Any], query: str) -> None:
+    text = plan(conn, query)
+    assert "Seq Scan" not in text, text
+    assert "fact_version_no_overlap" in text, text
+
+
+def test_the_table_is_big_enough_for_the_plan_to_mean_something(conn: psycopg.Connection[Any]) -> None:
+    row = conn.execute("SELECT count(*) FROM bitemporal.fact_version").fetchone()
+    assert row is not None and row[0] == KEYS * (2 * CHANGES - 1)
+
+
+def test_key_existence_check_uses_the_primary_key(conn: psycopg.Connection[Any]) -> None:
+    # resolve() and history() first check the key exists (bitemporal.require_key).
+    text = plan(conn, "SELECT FROM bitemporal.fact_key k WHERE k.entity = 'e200' AND k.attribute = 'a'")
+    assert "fact_key_pkey" in text and "Seq Scan" not in text, text
+
+
+def test_as_of_touches_a_handful_of_pages(conn: psycopg.Connection[Any]) -> None:
+    pages = conn.execute(
+        "SELECT pg_relation_size('bitemporal.fact_version') / current_setting('block_size')::int"
+    ).fetchone()
+    assert pages is not None and pages[0] > 500
+    row = conn.execute(
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+        "SELECT * FROM bitemporal.as_of('e200', 'a', '2020-01-20', '2020-01-01 12:00')"
+    ).fetchone()
+    assert row is not None
+    top = row[0][0]["Plan"]
+    assert top["Actual Rows"] == 1
+    assert top["Shared Hit Blocks"] + top["Shared Read Blocks"] < 20
