@@ -1,0 +1,7 @@
+"""``python -m bitemporal``: the same as the ``bitemporal`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
