@@ -173,9 +173,11 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import decay
+    import importlib
 
-    return decay.main(args.bench_args)
+    suite = importlib.import_module(f"bitemporal.bench.{args.suite}")
+    extra = ["--url", args.url] if args.url else []
+    return int(suite.main([*extra, *args.bench_args]))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -233,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
         handler=_demo)
 
     bench = commands.add_parser("bench", help="run a benchmark")
-    bench.add_argument("suite", choices=["decay"])
+    bench.add_argument("suite", choices=["facts", "decay"])
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(handler=_bench)
     return top

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import platformdirs
+import psycopg
+from psycopg import sql
+from sqlalchemy.engine import make_url
 
 from .errors import ConfigurationError
 
@@ -73,3 +79,19 @@ def psycopg_url(url: str) -> str:
 def sqlalchemy_url(url: str) -> str:
     """``url`` with the psycopg 3 driver named, as SQLAlchemy expects it."""
     return "postgresql+psycopg://" + psycopg_url(url)[len("postgresql://") :]
+
+
+@contextmanager
+def scratch_database(url: str, prefix: str = "bitemporal_scratch") -> Iterator[str]:
+    """A new, empty database on the server of ``url`` (for the demo and benchmarks), dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = psycopg_url(url)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield make_url(admin).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )

@@ -8,18 +8,13 @@ source claims 90 MB for September.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import TextIO
 
 import psycopg
-from psycopg import sql
-from sqlalchemy.engine import make_url
 
-from .database import database_url, psycopg_url
+from .database import database_url, scratch_database
 from .facts import Answer, Key
 from .migrations import migrate
 from .report import format_table, stamp
@@ -80,23 +75,9 @@ def _answer_text(answer: Answer) -> str:
     return " | ".join(f"{v} MB" for v in answer.values)
 
 
-@contextmanager
-def scratch_database(url: str) -> Iterator[str]:
-    """A new database on the server of ``url``, dropped afterwards."""
-    name = f"bitemporal_demo_{uuid.uuid4().hex[:8]}"
-    admin = psycopg_url(url)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield make_url(admin).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
-
 def run(out: TextIO, url: str | None = None) -> list[tuple[Question, Answer]]:
     """Replay the example into a scratch database, print every answer, return them."""
-    with scratch_database(database_url(url)) as scratch:
+    with scratch_database(database_url(url), "bitemporal_demo") as scratch:
         migrate(scratch)
         with psycopg.connect(scratch, autocommit=True) as conn:
             store = Store(conn)

@@ -94,6 +94,51 @@ class SchemaNotMigratedError(ConfigurationError):
     """The database lacks the bitemporal schema: run ``bitemporal db upgrade``."""
 
 
+# Working memory (bitemporal.decay, sql/decay.v1.sql): SQLSTATEs BT101 onwards.
+
+
+class InvalidPolicyError(InvalidInputError):
+    """A memory policy is out of range: a threshold outside (0, 1), a baseline
+    stability outside [1e-300, 1e300] turns, a window that is not a positive whole
+    number of turns (at most 2**53), or an unknown policy kind (SQLSTATE BT101)."""
+
+    sqlstate = "BT101"
+
+
+class PolicyMismatchError(InvalidInputError):
+    """A memory namespace already exists with another policy; a namespace keeps the
+    policy it was created with, since its items' crossing turns depend on it (BT102)."""
+
+    sqlstate = "BT102"
+
+
+class InvalidStabilityError(InvalidInputError):
+    """An item's own stability is outside [1e-300, 1e300] turns, or was given under
+    the window policy, which has no stability (BT103)."""
+
+    sqlstate = "BT103"
+
+
+class InvalidMemoryNameError(InvalidInputError):
+    """A memory namespace name or item id is not a non-empty string of at most
+    1024 bytes (BT104)."""
+
+    sqlstate = "BT104"
+
+
+class UnknownNamespaceError(BitemporalError, LookupError):
+    """No memory namespace of that name exists (BT105)."""
+
+    sqlstate = "BT105"
+
+
+class UnknownItemError(BitemporalError, LookupError):
+    """The item was never registered in the namespace (BT106). Recall of an unknown
+    item is not an error: it returns False."""
+
+    sqlstate = "BT106"
+
+
 _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
     cls.sqlstate: cls
     for cls in (
@@ -104,6 +149,12 @@ _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
         InvalidKeyError,
         AppendOnlyError,
         InvalidValueError,
+        InvalidPolicyError,
+        PolicyMismatchError,
+        InvalidStabilityError,
+        InvalidMemoryNameError,
+        UnknownNamespaceError,
+        UnknownItemError,
     )
     if cls.sqlstate is not None
 }

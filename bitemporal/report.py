@@ -7,11 +7,13 @@ from datetime import UTC, datetime
 
 
 def stamp(t: datetime | None) -> str:
-    """A UTC minute-precision stamp; ``None`` (an open end) renders as empty."""
+    """A UTC stamp, as precise as ``t`` needs; ``None`` (an open end) renders as empty."""
     if t is None:
         return ""
-    text = t.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
-    return text if t.second == 0 and t.microsecond == 0 else t.astimezone(UTC).isoformat(" ")
+    utc = t.astimezone(UTC)
+    if utc.microsecond:
+        return utc.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return utc.strftime("%Y-%m-%d %H:%M" if utc.second == 0 else "%Y-%m-%d %H:%M:%S")
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -1,7 +1,8 @@
 """Plans, not timings: key lookups must be index scans once a table has real history.
 
 The table is filled the way record() leaves it after many changes of each key:
-every change closes the open version and re-records its remainder.
+every change closes the open version and re-records its remainder (see
+bitemporal.bench.facts.fill).
 """
 
 from __future__ import annotations
@@ -13,36 +14,16 @@ import psycopg
 import pytest
 
 from bitemporal import migrate
+from bitemporal.bench.facts import fill
 
 KEYS, CHANGES = 400, 50
-
-FILL = """
-INSERT INTO bitemporal.fact_key
-SELECT 'e' || k, 'a', '2020-01-01', '2020-01-01'::timestamptz + %(changes)s * interval '1 hour',
-       pg_current_xact_id()
-  FROM generate_series(1, %(keys)s) k;
-INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period)
-SELECT 'e' || k, 'a', 's', to_jsonb(i),
-       tstzrange('2020-01-01'::timestamptz + i * interval '1 day', NULL, '[)'),
-       tstzrange('2020-01-01'::timestamptz + i * interval '1 hour',
-                 CASE WHEN i < %(changes)s - 1 THEN '2020-01-01'::timestamptz + (i + 1) * interval '1 hour' END, '[)')
-  FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 1) i
-UNION ALL
-SELECT 'e' || k, 'a', 's', to_jsonb(i),
-       tstzrange('2020-01-01'::timestamptz + i * interval '1 day', '2020-01-01'::timestamptz + (i + 1) * interval '1 day', '[)'),
-       tstzrange('2020-01-01'::timestamptz + (i + 1) * interval '1 hour', NULL, '[)')
-  FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 2) i;
-"""
-
 
 @pytest.fixture(scope="module")
 def conn(make_database: Any) -> Iterator[psycopg.Connection[Any]]:
     url = make_database()
     migrate(url)
     with psycopg.connect(url, autocommit=True) as c:
-        for statement in FILL.split(";")[:-1]:
-            c.execute(statement, {"keys": KEYS, "changes": CHANGES})
-        c.execute("ANALYZE bitemporal.fact_version, bitemporal.fact_key")
+        fill(c, KEYS, CHANGES)
         yield c
 
 
