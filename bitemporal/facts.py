@@ -325,10 +325,10 @@ def _period_args(
 
 
 __all__ = [
+    "JSON",
     "Answer",
     "Facts",
     "Interpretation",
-    "JSON",
     "Key",
     "Recorded",
     "Status",

@@ -141,8 +141,14 @@ def measure(url: str, keys: int, changes: int, samples: int, seed: int) -> dict[
                 if not warm:
                     for name, value in results.items():
                         timings[name].append(value)
+        plan = "\n".join(
+            row[0] for row in conn.execute(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                "SELECT * FROM bitemporal.as_of(%s, 'a', %s)",
+                (f"e{questions[0][0]}", EPOCH + timedelta(days=questions[0][1], hours=12)),
+            ))
     return {"server_version": server, "versions": versions, "keys": keys, "samples": samples,
-            "timings_ms": timings}
+            "timings_ms": timings, "as_of_plan": plan}
 
 
 OPERATIONS = (
@@ -166,7 +172,8 @@ def report(result: dict[str, Any]) -> str:
         rows.append((name, f"{median:.3f}", f"{p99:.3f}", f"{ratio:.1f}x"))
     head = (f"PostgreSQL {result['server_version']}, {result['versions']:,} versions "
             f"({result['keys']:,} keys), {result['samples']} random lookups each\n")
-    return head + format_table(("operation", "median ms", "p99 ms", "vs primary key"), rows)
+    table = format_table(("operation", "median ms", "p99 ms", "vs primary key"), rows)
+    return f"{head}{table}\nPlan of one as-of lookup:\n{result['as_of_plan']}\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

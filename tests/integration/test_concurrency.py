@@ -83,7 +83,7 @@ def test_writers_of_one_key_serialise(connect: Any, key: Key) -> None:
         for d in range(start, end):
             painted[d] = value
     store = Store(conn)
-    for d in range(0, 30):
+    for d in range(30):
         answer = store.facts.resolve(key, valid_at=day(d))
         assert answer.value == painted.get(d), d
 

@@ -205,12 +205,11 @@ def test_refused_write_keeps_the_callers_transaction_usable(connect: Any, key: K
     conn = connect(autocommit=False)
     store = Store(conn)
     store.facts.record(key, 1, source="s", valid_to=date(2026, 1, 1))
-    with pytest.raises(InvalidPeriodError):
-        with errors.translate():
-            conn.execute(
-                "SELECT bitemporal.record(%s, %s, 's', '2', '2026-02-01', '2026-01-01')",
-                (key.entity, key.attribute),
-            )
+    with pytest.raises(InvalidPeriodError), errors.translate():
+        conn.execute(
+            "SELECT bitemporal.record(%s, %s, 's', '2', '2026-02-01', '2026-01-01')",
+            (key.entity, key.attribute),
+        )
     conn.rollback()
     store.facts.record(key, 1, source="s", valid_to=date(2026, 1, 1))
     with pytest.raises(KnowledgeTimeInFutureError):

@@ -15,7 +15,7 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding=
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
 
 
 def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

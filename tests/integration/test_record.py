@@ -34,7 +34,7 @@ def current_pieces(store: Store, key: Key) -> list[tuple[object, datetime | None
 class TestValidEdges:
     def test_start_inclusive_end_exclusive(self, store: Store, key: Key) -> None:
         store.facts.record(key, 1, source="s", valid_from=day(10), valid_to=day(20), known_at=known(0))
-        ask = lambda t: store.facts.resolve(key, valid_at=t, known_at=known(1), now=known(1))  # noqa: E731
+        ask = lambda t: store.facts.resolve(key, valid_at=t, known_at=known(1), now=known(1))
         assert ask(day(10) - US).status is Status.MISSING
         assert ask(day(10)).value == 1
         assert ask(day(20) - US).value == 1
@@ -71,7 +71,7 @@ class TestKnownEdges:
     def test_knowledge_start_inclusive_end_exclusive(self, store: Store, key: Key) -> None:
         store.facts.record(key, 1, source="s", known_at=known(1))
         store.facts.record(key, 2, source="s", known_at=known(2))
-        ask = lambda k: store.facts.resolve(key, valid_at=day(0), known_at=k, now=known(3))  # noqa: E731
+        ask = lambda k: store.facts.resolve(key, valid_at=day(0), known_at=k, now=known(3))
         assert ask(known(1) - US).status is Status.MISSING
         assert ask(known(1)).value == 1
         assert ask(known(2) - US).value == 1
