@@ -323,14 +323,3 @@ def _period_args(
     Period(start, end)  # refuse an empty or inverted period before the round trip
     return start, end
 
-
-__all__ = [
-    "JSON",
-    "Answer",
-    "Facts",
-    "Interpretation",
-    "Key",
-    "Recorded",
-    "Status",
-    "Version",
-]
