@@ -235,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
         handler=_demo)
 
     bench = commands.add_parser("bench", help="run a benchmark")
-    bench.add_argument("suite", choices=["facts", "decay"])
+    bench.add_argument("suite", choices=["facts", "decay", "load"])
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(handler=_bench)
     return top
