@@ -164,6 +164,10 @@ def error_for(exc: psycopg.Error) -> BitemporalError | None:
     """The bitemporal error corresponding to a database error, if there is one."""
     sqlstate = exc.sqlstate
     cls = _BY_SQLSTATE.get(sqlstate) if sqlstate else None
+    if sqlstate == "22P05":  # jsonb cannot hold a \u0000 character
+        return InvalidValueError(
+            "value contains a \\u0000 character, which PostgreSQL jsonb cannot store"
+        )
     if cls is None:
         if sqlstate == "3F000" or (sqlstate == "42883" and "bitemporal." in str(exc)):
             return SchemaNotMigratedError(

@@ -154,7 +154,7 @@ def _json_text(value: JSON) -> str:
         )
     try:
         return json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidValueError(f"value is not JSON-serializable: {exc}") from exc
 
 

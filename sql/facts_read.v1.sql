@@ -99,10 +99,12 @@ BEGIN
             USING ERRCODE = 'BT003',
                   HINT = 'Nobody can say today what the store will know later; ask with known_at <= present.';
     END IF;
-    IF a.valid_at IN ('infinity', '-infinity') OR a.known_at = '-infinity' THEN
+    IF NOT (isfinite(a.valid_at) AND isfinite(a.known_at)) THEN
         RAISE EXCEPTION 'question times must be finite (valid_at %, known_at %)', a.valid_at, a.known_at
             USING ERRCODE = 'BT001';
     END IF;
+    PERFORM bitemporal.check_instant('valid_at', a.valid_at);
+    PERFORM bitemporal.check_instant('known_at', a.known_at);
 
     SELECT coalesce(jsonb_agg(DISTINCT v.value ORDER BY v.value), '[]'::jsonb),
            coalesce(array_agg(v.version_id ORDER BY v.version_id), '{}')

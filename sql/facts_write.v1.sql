@@ -68,8 +68,9 @@ BEGIN
     END IF;
     IF known_at IN ('infinity', '-infinity') THEN
         RAISE EXCEPTION 'knowledge time must be finite, not %', known_at
-            USING ERRCODE = 'BT003';
+            USING ERRCODE = 'BT001';
     END IF;
+    PERFORM bitemporal.check_instant('knowledge time', known_at);
 
     LOOP
         SELECT * INTO k FROM bitemporal.fact_key fk

@@ -54,6 +54,7 @@ def downgrade() -> None:
         DROP FUNCTION bitemporal.fact_version_guard();
         DROP FUNCTION bitemporal.fact_version_stamp_insert();
         DROP FUNCTION bitemporal.valid_period(timestamptz, timestamptz);
+        DROP FUNCTION bitemporal.check_instant(text, timestamptz);
         DROP FUNCTION bitemporal.open_end_sentinel();
         DROP TYPE bitemporal.interpretation;
         DROP TYPE bitemporal.answer_status;
