@@ -14,10 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from typing import Any
+
 from alembic import command
 from alembic.config import Config
+from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Engine, create_engine, pool
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, pool, text
 
 from .database import database_url, sqlalchemy_url
 
@@ -43,49 +47,90 @@ def sql_text(filename: str) -> str:
 Target = str | Engine | Connection | None
 
 
-def config(target: Target = None, *, output: io.StringIO | None = None) -> Config:
-    """An Alembic config for our migrations, bound to ``target`` (a URL, engine or connection)."""
+def config(*, output: io.StringIO | None = None) -> Config:
+    """An Alembic config for our migrations (for ``alembic.command`` and ``ScriptDirectory``)."""
     cfg = Config(output_buffer=output) if output is not None else Config()
     cfg.set_main_option("script_location", str(resource_dir("migrations")))
-    if isinstance(target, Connection):
-        cfg.attributes["connection"] = target
-    elif isinstance(target, Engine):
-        cfg.attributes["engine"] = target
-    elif target is not None:
-        # '%' would be read as ConfigParser interpolation.
-        cfg.set_main_option("sqlalchemy.url", sqlalchemy_url(target).replace("%", "%%"))
     return cfg
 
 
+# Migrations wait at most this long for a lock (a busy table), then fail and
+# can be re-run, instead of queueing every other session behind them.
+LOCK_TIMEOUT = "10s"
+
+
+def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
+    """Take the migration lock, bound lock waits, and create the schema holding our version table.
+
+    The advisory lock makes concurrent deployments take turns; it is held
+    until the transaction ends.
+    """
+    connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('bitemporal.migrations'))"))
+    connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": lock_timeout})
+    connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+
+
+def run(connection: Connection, revision: str, *, downgrade: bool = False) -> None:
+    """Upgrade (or downgrade) to ``revision`` on ``connection``, inside its transaction.
+
+    This drives Alembic's MigrationContext directly instead of going through
+    ``env.py``, so it also works while another Alembic command is running, e.g.
+    from an application's own ``env.py``.
+    """
+    script = ScriptDirectory.from_config(config())
+
+    def steps(current: Any, _context: MigrationContext) -> Any:
+        if downgrade:
+            return script._downgrade_revs(revision, current)
+        return script._upgrade_revs(revision, current)
+
+    prepare(connection)
+    context = MigrationContext.configure(
+        connection,
+        opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
+              "script": script},
+    )
+    with Operations.context(context):
+        context.run_migrations()
+
+
 @contextmanager
-def _bound(target: Target) -> Iterator[Config]:
-    if isinstance(target, Connection | Engine):
-        yield config(target)
+def _connection(target: Target) -> Iterator[Connection]:
+    if isinstance(target, Connection):
+        yield target
         return
-    engine = create_engine(sqlalchemy_url(database_url(target)), poolclass=pool.NullPool)
+    engine = (
+        target if isinstance(target, Engine)
+        else create_engine(sqlalchemy_url(database_url(target)), poolclass=pool.NullPool)
+    )
     try:
         with engine.begin() as connection:
-            yield config(connection)
+            yield connection
     finally:
-        engine.dispose()
+        if not isinstance(target, Engine):
+            engine.dispose()
 
 
 def migrate(target: Target = None, revision: str = "head") -> None:
-    """Upgrade the database (URL, SQLAlchemy engine or connection) to ``revision``."""
-    with _bound(target) as cfg:
-        command.upgrade(cfg, revision)
+    """Upgrade the database to ``revision``.
+
+    ``target`` is a URL (default: as for :func:`bitemporal.connect`), a
+    SQLAlchemy engine, or a SQLAlchemy connection, whose transaction the
+    migration joins (the caller commits).
+    """
+    with _connection(target) as connection:
+        run(connection, revision)
 
 
 def downgrade(target: Target = None, revision: str = "base") -> None:
     """Downgrade the database to ``revision`` (default: remove the schema's objects)."""
-    with _bound(target) as cfg:
-        command.downgrade(cfg, revision)
+    with _connection(target) as connection:
+        run(connection, revision, downgrade=True)
 
 
 def current(target: Target = None) -> str | None:
     """The revision the database is at, or None if never migrated."""
-    with _bound(target) as cfg:
-        connection = cfg.attributes["connection"]
+    with _connection(target) as connection:
         context = MigrationContext.configure(
             connection, opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA}
         )
@@ -94,8 +139,6 @@ def current(target: Target = None) -> str | None:
 
 def head() -> str:
     """The newest revision the package ships."""
-    from alembic.script import ScriptDirectory
-
     revision = ScriptDirectory.from_config(config()).get_current_head()
     assert revision is not None
     return revision

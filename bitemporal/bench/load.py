@@ -112,7 +112,8 @@ def run_phase(url: str, name: str, keys: list[Key], writers: int, readers: int, 
         for key in keys:  # every key exists before readers ask about it
             store.facts.record(key, 0, source="s0")
     stop = threading.Event()
-    writes, reads, captured = Tally(), Tally(), []
+    writes, reads = Tally(), Tally()
+    captured: list[Any] = []
     threads = [threading.Thread(target=_writer, args=(url, keys, stop, i, writes)) for i in range(writers)]
     threads += [threading.Thread(target=_reader, args=(url, keys, stop, 1000 + i, reads, captured))
                 for i in range(readers)]
