@@ -23,12 +23,13 @@ from types import TracebackType
 from typing import Any
 
 import psycopg
-from psycopg.pq import TransactionStatus
 import sqlalchemy
 import sqlalchemy.orm
+from psycopg.pq import TransactionStatus
 
 from . import errors
 from .database import database_url, psycopg_url
+from .decay import DecayPolicy, Memory, WindowPolicy
 from .facts import Facts
 from .migrations import migrate
 
@@ -91,11 +92,25 @@ class Store:
         with self._atomic():
             yield self
 
+    def memory(
+        self,
+        namespace: str,
+        policy: DecayPolicy | WindowPolicy = DecayPolicy(),  # noqa: B008 - frozen, shareable
+    ) -> Memory:
+        """The working-memory namespace ``namespace``, created at turn 1 if it is new.
+
+        A namespace keeps the policy it was created with (asking for another
+        raises :class:`~bitemporal.errors.PolicyMismatchError`), because its
+        items' crossing turns were computed under it. See :mod:`bitemporal.decay`.
+        """
+        return Memory(namespace, policy, self._atomic, self._reading)
+
     def now(self) -> datetime:
         """The database's present: its transaction time (``now()``)."""
         row = self._get().execute("SELECT now()").fetchone()
         assert row is not None
-        return row[0]
+        now: datetime = row[0]
+        return now
 
     def close(self) -> None:
         """Close the connection if the store opened it."""
