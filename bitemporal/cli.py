@@ -5,6 +5,8 @@
     bitemporal retract ENTITY ATTRIBUTE --source S [--valid-from T] [--valid-to T]
     bitemporal resolve ENTITY ATTRIBUTE [--valid-at T] [--known-at T] [--json]
     bitemporal history ENTITY ATTRIBUTE [--json]
+    bitemporal plot ENTITY ATTRIBUTE -o FILE.png
+    bitemporal import FILE [--format csv|jsonl] [--batch-size N]   bulk ingestion (record_many)
     bitemporal demo
 
 The database URL comes from ``--url``, else ``BITEMPORAL_DATABASE_URL``, else
@@ -167,6 +169,38 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from .plot import draw
+
+    key = Key(args.entity, args.attribute)
+    with connect(args.url) as store:
+        versions = store.facts.history(key)
+        now = store.now()
+    shapes = draw(versions, args.output, title=str(key), now=now)
+    print(f"drew {len(shapes)} versions to {args.output}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from .bulk import ImportFailed, import_file, print_problems
+
+    with connect(args.url) as store:
+        try:
+            report = import_file(
+                store.facts, args.file, fmt=args.format, batch_size=args.batch_size,
+                max_errors=args.max_errors, progress=None if args.quiet else sys.stderr,
+            )
+        except ImportFailed as exc:
+            print(f"bitemporal: error: {args.file}: {exc}", file=sys.stderr)
+            print_problems(exc)
+            return 1
+    batches = "batch" if report.batches == 1 else "batches"
+    print(f"imported {report.rows:,} rows from {args.file}: {report.created:,} created, "
+          f"{report.unchanged:,} unchanged (already known), in {report.batches:,} {batches} "
+          f"(one transaction each), {report.seconds:.1f} s")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     demo.run(sys.stdout, args.url)
     return 0
@@ -230,6 +264,24 @@ def parser() -> argparse.ArgumentParser:
     history = keyed("history", "every version of a key")
     history.add_argument("--json", action="store_true")
     history.set_defaults(handler=_history)
+
+    plot = keyed("plot", "draw the bitemporal diagram of a key (needs matplotlib)")
+    plot.add_argument("-o", "--output", required=True, help="PNG file to write")
+    plot.set_defaults(handler=_plot)
+
+    ingest = commands.add_parser(
+        "import", help="bulk-record the rows of a CSV or JSON Lines file (record_many)",
+        description="Each row is recorded as by `bitemporal record` (fields entity, attribute, "
+                    "source, value, valid_from, valid_to, known_at, recorded_by; CSV: a header "
+                    "naming them, value as JSON text; JSON Lines: one object per line). Rows go "
+                    "in batches, each batch one transaction: a batch with a bad row writes "
+                    "nothing, the import stops there, and the batches before it stay imported.")
+    ingest.add_argument("file")
+    ingest.add_argument("--format", choices=["csv", "jsonl"], help="default: from the file name")
+    ingest.add_argument("--batch-size", type=int, default=10_000, help="rows per batch (default 10000)")
+    ingest.add_argument("--max-errors", type=int, default=100, help="bad rows to list (default 100)")
+    ingest.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    ingest.set_defaults(handler=_import)
 
     commands.add_parser("demo", help="replay the worked example in a scratch database").set_defaults(
         handler=_demo)

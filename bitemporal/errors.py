@@ -9,7 +9,8 @@ trip, with the same classes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import ClassVar
 
@@ -58,6 +59,12 @@ class InvalidValueError(InvalidInputError):
     sqlstate = "BT007"
 
 
+class IdempotencyKeyReusedError(InvalidInputError):
+    """An idempotency key already used for a different request."""
+
+    sqlstate = "BT008"
+
+
 class KnowledgeTimeError(BitemporalError):
     """A knowledge time would rewrite history or claim knowledge of the future."""
 
@@ -84,6 +91,10 @@ class AppendOnlyError(BitemporalError):
     """An attempt to delete or rewrite committed history."""
 
     sqlstate = "BT006"
+
+
+class PermissionDeniedError(BitemporalError, PermissionError):
+    """The database role lacks the privilege (SQLSTATE 42501): grant it a bitemporal role."""
 
 
 class ConfigurationError(BitemporalError):
@@ -139,6 +150,110 @@ class UnknownItemError(BitemporalError, LookupError):
     sqlstate = "BT106"
 
 
+# Evidence, provenance, explanations (bitemporal.evidence, .provenance, .explain;
+# sql/evidence.v1.sql, provenance.v1.sql): SQLSTATEs BT201 onwards.
+
+
+class VectorUnavailableError(BitemporalError):
+    """Vector similarity is unavailable: the server has no pgvector extension (or this
+    role may not create it). Full-text search and caller scores work without it (BT201)."""
+
+    sqlstate = "BT201"
+
+
+class VectorNotEnabledError(BitemporalError):
+    """Vector retrieval is not enabled in this database: call
+    ``store.evidence.enable_vector(dimensions)`` once (BT202)."""
+
+    sqlstate = "BT202"
+
+
+class EmbeddingError(InvalidInputError):
+    """An embedding has the wrong number of dimensions, non-finite numbers or only
+    zeros, or vector retrieval is enabled with other dimensions (BT203)."""
+
+    sqlstate = "BT203"
+
+
+class InvalidSearchError(InvalidInputError):
+    """Search arguments are malformed: a negative limit, a non-finite or duplicated
+    relevance score, an unknown text search configuration (BT204)."""
+
+    sqlstate = "BT204"
+
+
+class UnknownVersionError(BitemporalError, LookupError):
+    """No fact version has that id (BT205)."""
+
+    sqlstate = "BT205"
+
+
+class UnknownArtifactError(BitemporalError, LookupError):
+    """No artifact has that id (BT206)."""
+
+    sqlstate = "BT206"
+
+
+class InvalidArtifactError(InvalidInputError):
+    """An artifact has an empty kind or ref, no inputs, or a derivation time earlier
+    than one of its inputs or than the artifact it replaces (BT207)."""
+
+    sqlstate = "BT207"
+
+
+class InvalidEvidenceError(InvalidInputError):
+    """A passage is blank, a document reference empty, or the text search
+    configuration unknown (BT208)."""
+
+    sqlstate = "BT208"
+
+
+
+# Bulk ingestion (Facts.record_many, sql/facts_bulk.v1.sql): SQLSTATEs BT301 onwards.
+
+
+class BatchError(InvalidInputError):
+    """A :meth:`~bitemporal.Facts.record_many` batch has bad rows; nothing of the batch was
+    written (BT301).
+
+    ``rows`` lists ``(line, reason)`` for the bad rows found, by line (the 1-based position
+    in the batch), at most ``max_errors`` of them; ``total`` counts them all. ``errors`` has
+    the same rows as ``(line, sqlstate, reason)``, sqlstate being what
+    :meth:`~bitemporal.Facts.record` would have raised for the row (None for a problem
+    found before the database, such as a naive datetime).
+    """
+
+    sqlstate = "BT301"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        errors: Sequence[tuple[int, str | None, str]] = (),
+        total: int | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.errors: list[tuple[int, str | None, str]] = list(errors)
+        self.rows: list[tuple[int, str]] = [(line, reason) for line, _, reason in self.errors]
+        self.total: int = len(self.errors) if total is None else total
+
+    @classmethod
+    def from_diagnostic(cls, diag: psycopg.errors.Diagnostic) -> BatchError:
+        """The error bitemporal.record_many raised: its DETAIL is JSON
+        ``{"total": n, "rows": [[line, sqlstate, reason], ...]}``."""
+        errors: list[tuple[int, str | None, str]] = []
+        total = None
+        try:
+            detail = json.loads(diag.message_detail or "{}")
+            errors = [(int(line), state, str(reason)) for line, state, reason in detail["rows"]]
+            total = int(detail["total"])
+        except (ValueError, KeyError, TypeError):
+            pass
+        return cls(diag.message_primary or "bad rows in the batch", hint=diag.message_hint,
+                   errors=errors, total=total)
+
+
 _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
     cls.sqlstate: cls
     for cls in (
@@ -149,12 +264,22 @@ _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
         InvalidKeyError,
         AppendOnlyError,
         InvalidValueError,
+        IdempotencyKeyReusedError,
         InvalidPolicyError,
         PolicyMismatchError,
         InvalidStabilityError,
         InvalidMemoryNameError,
         UnknownNamespaceError,
         UnknownItemError,
+        VectorUnavailableError,
+        VectorNotEnabledError,
+        EmbeddingError,
+        InvalidSearchError,
+        UnknownVersionError,
+        UnknownArtifactError,
+        InvalidArtifactError,
+        InvalidEvidenceError,
+        BatchError,
     )
     if cls.sqlstate is not None
 }
@@ -168,6 +293,11 @@ def error_for(exc: psycopg.Error) -> BitemporalError | None:
         return InvalidValueError(
             "value contains a \\u0000 character, which PostgreSQL jsonb cannot store"
         )
+    if sqlstate == "42501":
+        return PermissionDeniedError(
+            exc.diag.message_primary or str(exc),
+            hint="grant the role bitemporal_reader, bitemporal_writer or bitemporal_auditor",
+        )
     if cls is None:
         if sqlstate == "3F000" or (sqlstate == "42883" and "bitemporal." in str(exc)):
             return SchemaNotMigratedError(
@@ -175,6 +305,8 @@ def error_for(exc: psycopg.Error) -> BitemporalError | None:
             )
         return None
     diag = exc.diag
+    if cls is BatchError:
+        return BatchError.from_diagnostic(diag)
     return cls(diag.message_primary or str(exc), hint=diag.message_hint)
 
 

@@ -8,18 +8,23 @@ answers.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from .errors import InvalidKeyError, InvalidValueError
 from .periods import Instant, Period, to_optional_instant
+
+if TYPE_CHECKING:
+    from .bulk import RecordRow
+    from .changes import Change
+    from .explain import Explanation
 
 #: JSON-compatible values, as stored in the ``jsonb`` value column.
 JSON = Any
@@ -185,6 +190,7 @@ class Facts:
         valid_to: Instant | None = None,
         known_at: Instant | None = None,
         recorded_by: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Recorded:
         """Record that ``source`` says ``value`` applies over ``[valid_from, valid_to)``.
 
@@ -192,9 +198,13 @@ class Facts:
         overlap the period have their knowledge closed and their remainders
         re-recorded. ``known_at`` defaults to the transaction time; it may not
         be later than the present nor earlier than knowledge already recorded
-        for the key.
+        for the key. A retry with the same ``idempotency_key`` (after a timeout
+        or a lost connection, say) returns the first attempt's result and
+        writes nothing; reusing a key for a different request is an error.
         """
         _check_key_part("source", source)
+        if idempotency_key is not None:
+            _check_key_part("idempotency_key", idempotency_key)
         args = (
             key.entity,
             key.attribute,
@@ -203,15 +213,36 @@ class Facts:
             *_period_args(valid_from, valid_to),
             to_optional_instant(known_at, name="known_at"),
             recorded_by,
+            idempotency_key,
         )
         with self._atomic() as conn:
             row = conn.execute(
                 "SELECT version_id, created, superseded, known_at "
-                "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s)",
+                "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
                 args,
             ).fetchone()
         assert row is not None
         return Recorded(row[0], row[1], tuple(row[2]), row[3])
+
+    def record_many(
+        self, rows: Iterable[RecordRow | Mapping[str, Any]], *, max_errors: int = 100
+    ) -> list[Recorded]:
+        """Apply a batch with exactly the semantics of :meth:`record` called for each row in
+        order inside one transaction (several rows of one key, rows that split each other,
+        no-ops, explicit and default knowledge times), but set-based: the rows are COPY-ed
+        into a temporary table and merged by one call of ``bitemporal.record_many``.
+
+        Rows are :class:`~bitemporal.RecordRow` objects or mappings with ``entity`` and
+        ``attribute`` (or ``key``), ``source``, ``value`` and optionally ``valid_from``,
+        ``valid_to``, ``known_at``, ``recorded_by``. Returns one :class:`Recorded` per row,
+        in batch order. All or nothing: if any row is bad,
+        :class:`~bitemporal.BatchError` lists the bad rows (``.rows``: ``(line, reason)``,
+        line = 1-based position in the batch; at most ``max_errors``) and nothing is
+        written. No idempotency keys. See :mod:`bitemporal.bulk`.
+        """
+        from .bulk import record_many
+
+        return record_many(self._atomic, rows, max_errors=max_errors)
 
     def retract(
         self,
@@ -313,6 +344,37 @@ class Facts:
                 (key.entity, key.attribute),
             )
             return [Version.from_row(row) for row in cur]
+
+    def explain(
+        self,
+        key: Key,
+        *,
+        valid_at: Instant | None = None,
+        known_at: Instant | None = None,
+        now: Instant | None = None,
+    ) -> Explanation:
+        """The answer object for an agent (:class:`~bitemporal.explain.Explanation`):
+        :meth:`resolve`'s answer with alternatives, every eligible version with its
+        evidence, the knowledge snapshot and explicit qualifications; JSON-serializable
+        (``to_json()``), renderable to one sentence (``sentence()``), and able to check
+        a reply (``check(text)``). See :mod:`bitemporal.explain`."""
+        from .explain import fetch
+
+        return fetch(self._reading, key, valid_at=valid_at, known_at=known_at, now=now)
+
+    def changes(
+        self,
+        known_from: Instant | None = None,
+        known_to: Instant | None = None,
+        *,
+        key: Key | None = None,
+    ) -> list[Change]:
+        """What the store learned, superseded or retracted in the knowledge window
+        ``[known_from, known_to)`` (None: unbounded), for every key or one; see
+        :mod:`bitemporal.changes`."""
+        from .changes import fetch
+
+        return fetch(self._reading, known_from, known_to, key=key)
 
 
 def _period_args(

@@ -30,8 +30,10 @@ from psycopg.pq import TransactionStatus
 from . import errors
 from .database import database_url, psycopg_url
 from .decay import DecayPolicy, Memory, WindowPolicy
+from .evidence import Evidence
 from .facts import Facts
 from .migrations import migrate
+from .provenance import Provenance
 
 Connectable = psycopg.Connection[Any] | sqlalchemy.Connection | sqlalchemy.orm.Session
 
@@ -64,6 +66,8 @@ class Store:
         self._get = _connection_getter(connection)
         self._owns = owns_connection
         self.facts = Facts(self._atomic, self._reading)
+        self.evidence = Evidence(self._atomic, self._reading)
+        self.provenance = Provenance(self._atomic, self._reading)
 
     @property
     def connection(self) -> psycopg.Connection[Any]:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
+    Computed,
     ForeignKeyConstraint,
     Identity,
     Index,
@@ -23,9 +24,17 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Table,
     Text,
+    func,
     text,
 )
-from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, JSONB, TIMESTAMP, TSTZRANGE, ExcludeConstraint
+from sqlalchemy.dialects.postgresql import (
+    DOUBLE_PRECISION,
+    JSONB,
+    TIMESTAMP,
+    TSTZRANGE,
+    TSVECTOR,
+    ExcludeConstraint,
+)
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.types import UserDefinedType
 
@@ -82,6 +91,21 @@ fact_version = Table(
     ),
 )
 
+fact_request = Table(
+    "fact_request",
+    metadata,
+    Column("idempotency_key", Text, nullable=False),
+    Column("entity", Text, nullable=False),
+    Column("attribute", Text, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("value", JSONB, nullable=False),
+    Column("valid_period", TSTZRANGE, nullable=False),
+    Column("known_at", TSTZ),
+    Column("result", JSONB),
+    Column("requested_at", TSTZ, nullable=False, server_default=text("now()")),
+    PrimaryKeyConstraint("idempotency_key", name="fact_request_pkey"),
+)
+
 memory_namespace = Table(
     "memory_namespace",
     metadata,
@@ -136,4 +160,82 @@ memory_log = Table(
     Column("logged_at", TSTZ, nullable=False, server_default=text("now()")),
     PrimaryKeyConstraint("log_id", name="memory_log_pkey"),
     Index("memory_log_item_idx", "namespace", "item_id", "log_id"),
+)
+
+
+# Evidence, provenance and changes (sql/evidence.v1.sql, provenance.v1.sql, changes.v1.sql).
+
+
+class Regconfig(UserDefinedType[Any]):
+    """PostgreSQL's text search configuration type (english, german, simple, ...)."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "regconfig"
+
+
+ischema_names.setdefault("regconfig", Regconfig)
+
+Index("fact_version_known_from_idx", func.lower(fact_version.c.known_period))
+Index("fact_version_known_to_idx", func.upper(fact_version.c.known_period),
+      postgresql_where=text("NOT upper_inf(known_period)"))
+
+evidence = Table(
+    "evidence",
+    metadata,
+    Column("evidence_id", BigInteger, Identity(always=True), nullable=False),
+    Column("version_id", BigInteger, nullable=False),
+    Column("passage", Text, nullable=False),
+    Column("document", Text),
+    Column("language", Regconfig, nullable=False, server_default=text("'english'::regconfig")),
+    Column("search_vector", TSVECTOR, Computed("to_tsvector(language, passage)", persisted=True)),
+    Column("recorded_at", TSTZ, nullable=False, server_default=text("now()")),
+    Column("recorded_by", Text),
+    PrimaryKeyConstraint("evidence_id", name="evidence_pkey"),
+    ForeignKeyConstraint(["version_id"], ["bitemporal.fact_version.version_id"],
+                         name="evidence_version_fkey", ondelete="CASCADE"),
+    CheckConstraint("btrim(passage) <> ''", name="evidence_passage_not_blank"),
+    CheckConstraint("document <> ''", name="evidence_document_not_blank"),
+    Index("evidence_version_idx", "version_id"),
+    Index("evidence_search_idx", "search_vector", postgresql_using="gin"),
+)
+
+artifact = Table(
+    "artifact",
+    metadata,
+    Column("artifact_id", BigInteger, Identity(always=True), nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("ref", Text, nullable=False),
+    Column("detail", JSONB),
+    Column("derived_at", TSTZ, nullable=False),
+    Column("retired_at", TSTZ),
+    Column("recorded_by", Text),
+    PrimaryKeyConstraint("artifact_id", name="artifact_pkey"),
+    CheckConstraint("retired_at >= derived_at", name="artifact_retired_after_derived"),
+    Index("artifact_current_ref_key", "kind", "ref", unique=True,
+          postgresql_where=text("retired_at IS NULL")),
+)
+
+artifact_input = Table(
+    "artifact_input",
+    metadata,
+    Column("artifact_id", BigInteger, nullable=False),
+    # No foreign key to fact_version: see sql/provenance.v1.sql.
+    Column("input_version", BigInteger),
+    Column("input_artifact", BigInteger),
+    ForeignKeyConstraint(["artifact_id"], ["bitemporal.artifact.artifact_id"],
+                         name="artifact_input_artifact_fkey"),
+    ForeignKeyConstraint(["input_artifact"], ["bitemporal.artifact.artifact_id"],
+                         name="artifact_input_input_artifact_fkey"),
+    CheckConstraint("num_nonnulls(input_version, input_artifact) = 1", name="artifact_input_exactly_one"),
+    CheckConstraint("input_artifact < artifact_id", name="artifact_input_older"),
+    Index("artifact_input_version_key", "artifact_id", "input_version", unique=True,
+          postgresql_where=text("input_version IS NOT NULL")),
+    Index("artifact_input_artifact_key", "artifact_id", "input_artifact", unique=True,
+          postgresql_where=text("input_artifact IS NOT NULL")),
+    Index("artifact_input_by_version_idx", "input_version",
+          postgresql_where=text("input_version IS NOT NULL")),
+    Index("artifact_input_by_artifact_idx", "input_artifact",
+          postgresql_where=text("input_artifact IS NOT NULL")),
 )

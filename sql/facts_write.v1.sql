@@ -19,7 +19,7 @@
 --   BT001 invalid period        BT002 knowledge time earlier than recorded
 --   BT003 knowledge time later than the present
 --   BT004 unknown key           BT005 invalid key or source
---   BT007 invalid value
+--   BT007 invalid value         BT008 idempotency key reused for another request
 
 CREATE TYPE bitemporal.recorded AS (
     version_id  bigint,
@@ -172,14 +172,15 @@ COMMENT ON FUNCTION bitemporal.cut(text, text, text, tstzrange, timestamptz) IS
     'Ends, at known_at, the knowledge of the current versions of a key and source overlapping a valid period and re-records their remainders outside it. Returns the ended version ids. Call with the key locked (bitemporal.lock_key).';
 
 CREATE FUNCTION bitemporal.record(
-    entity      text,
-    attribute   text,
-    source      text,
-    value       jsonb,
-    valid_from  timestamptz DEFAULT NULL,
-    valid_to    timestamptz DEFAULT NULL,
-    known_at    timestamptz DEFAULT NULL,
-    recorded_by text        DEFAULT NULL)
+    entity          text,
+    attribute       text,
+    source          text,
+    value           jsonb,
+    valid_from      timestamptz DEFAULT NULL,
+    valid_to        timestamptz DEFAULT NULL,
+    known_at        timestamptz DEFAULT NULL,
+    recorded_by     text        DEFAULT NULL,
+    idempotency_key text        DEFAULT NULL)
 RETURNS bitemporal.recorded
 LANGUAGE plpgsql
 AS $$
@@ -188,6 +189,7 @@ DECLARE
     period  tstzrange;
     t       timestamptz;
     same_id bigint;
+    request bitemporal.fact_request;
     result  bitemporal.recorded;
 BEGIN
     PERFORM bitemporal.check_key_part('source', source);
@@ -197,6 +199,28 @@ BEGIN
                   HINT = 'To say a value no longer applies, retract its valid period.';
     END IF;
     period := bitemporal.valid_period(valid_from, valid_to);
+
+    IF idempotency_key IS NOT NULL THEN
+        PERFORM bitemporal.check_key_part('idempotency key', idempotency_key);
+        -- Claims the key, or waits for the transaction that claimed it and
+        -- then finds its row (or, if that one rolled back, claims it now).
+        INSERT INTO bitemporal.fact_request AS r
+               (idempotency_key, entity, attribute, source, value, valid_period, known_at)
+        VALUES (idempotency_key, entity, attribute, source, value, period, known_at)
+        ON CONFLICT ON CONSTRAINT fact_request_pkey DO NOTHING;
+        IF NOT FOUND THEN
+            SELECT * INTO request FROM bitemporal.fact_request r WHERE r.idempotency_key = idempotency_key;
+            IF (request.entity, request.attribute, request.source, request.value, request.valid_period)
+               IS DISTINCT FROM (entity, attribute, source, value, period)
+               OR (known_at IS NOT NULL AND request.known_at IS DISTINCT FROM known_at) THEN
+                RAISE EXCEPTION 'idempotency key % was already used for a different request', idempotency_key
+                    USING ERRCODE = 'BT008',
+                          HINT = 'Use a new key for a new request; reuse a key only to retry the same one.';
+            END IF;
+            RETURN jsonb_populate_record(NULL::bitemporal.recorded, request.result);
+        END IF;
+    END IF;
+
     t := bitemporal.lock_key(entity, attribute, known_at, true);
 
     -- Already known, with this value, for the whole period: change nothing.
@@ -209,22 +233,26 @@ BEGIN
        AND range_agg(v.valid_period * period) = tstzmultirange(period);
     IF same_id IS NOT NULL THEN
         result := (same_id, false, '{}'::bigint[], NULL::timestamptz);
-        RETURN result;
+    ELSE
+        result.superseded := bitemporal.cut(entity, attribute, source, period, t);
+        INSERT INTO bitemporal.fact_version
+               (entity, attribute, source, value, valid_period, known_period, recorded_by)
+        VALUES (entity, attribute, source, value, period, tstzrange(t, NULL, '[)'), recorded_by)
+        RETURNING version_id INTO result.version_id;
+        PERFORM bitemporal.advance_key(entity, attribute, t);
+        result.created := true;
+        result.known_at := t;
     END IF;
 
-    result.superseded := bitemporal.cut(entity, attribute, source, period, t);
-    INSERT INTO bitemporal.fact_version
-           (entity, attribute, source, value, valid_period, known_period, recorded_by)
-    VALUES (entity, attribute, source, value, period, tstzrange(t, NULL, '[)'), recorded_by)
-    RETURNING version_id INTO result.version_id;
-    PERFORM bitemporal.advance_key(entity, attribute, t);
-    result.created := true;
-    result.known_at := t;
+    IF idempotency_key IS NOT NULL THEN
+        UPDATE bitemporal.fact_request r SET result = to_jsonb(result)
+         WHERE r.idempotency_key = idempotency_key;
+    END IF;
     RETURN result;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.record(text, text, text, jsonb, timestamptz, timestamptz, timestamptz, text) IS
-    'Records that a source says value applies over [valid_from, valid_to) (NULL = open), known from known_at (default: the transaction time). A sequenced update: overlapping current versions of the same key and source are closed, their remainders re-recorded. Recording what is already known for the whole period changes nothing (created = false). Errors: BT001 period, BT002/BT003 knowledge time, BT005 key, BT007 value.';
+COMMENT ON FUNCTION bitemporal.record(text, text, text, jsonb, timestamptz, timestamptz, timestamptz, text, text) IS
+    'Records that a source says value applies over [valid_from, valid_to) (NULL = open), known from known_at (default: the transaction time). A sequenced update: overlapping current versions of the same key and source are closed, their remainders re-recorded. Recording what is already known for the whole period changes nothing (created = false). With an idempotency key, a retry of the same request returns the first result and writes nothing. Errors: BT001 period, BT002/BT003 knowledge time, BT005 key, BT007 value, BT008 idempotency key reused.';
 
 CREATE FUNCTION bitemporal.retract(
     entity      text,

@@ -92,3 +92,20 @@ COMMENT ON COLUMN bitemporal.fact_version.known_period IS
     'When the store held this version: [recorded, superseded), unbounded end = still held.';
 COMMENT ON COLUMN bitemporal.fact_version.carried_from IS
     'For a remainder re-recorded when a write cut an older version: the version whose assertion it carries forward.';
+
+-- Requests made with an idempotency key, so that a retried record() is applied once.
+CREATE TABLE bitemporal.fact_request (
+    idempotency_key text        NOT NULL,
+    entity          text        NOT NULL,
+    attribute       text        NOT NULL,
+    source          text        NOT NULL,
+    value           jsonb       NOT NULL,
+    valid_period    tstzrange   NOT NULL,
+    known_at        timestamptz,
+    result          jsonb,
+    requested_at    timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT fact_request_pkey PRIMARY KEY (idempotency_key),
+    CONSTRAINT fact_request_key_valid CHECK (idempotency_key <> '' AND octet_length(idempotency_key) <= 1024)
+);
+COMMENT ON TABLE bitemporal.fact_request IS
+    'Requests made to bitemporal.record with an idempotency key, and their result: a retry with the same key gets the same result and writes nothing.';

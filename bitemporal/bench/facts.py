@@ -1,6 +1,8 @@
-"""Fact-store benchmark: as-of lookups against a primary-key lookup, in the same run.
+"""Fact-store benchmark: as-of lookups against a primary-key lookup, and ingestion
+against plain ``COPY``, each in the same run.
 
     bitemporal bench facts [--keys N] [--changes N] [--samples N] [--json FILE]
+    bitemporal bench facts --ingest [--ingest-rows N] [--batch-size N] [--record-rows N] [--json FILE]
 
 It fills a scratch database with ``keys x changes`` changes, each of which
 closes the key's open version and re-records its remainder (what record()
@@ -14,6 +16,30 @@ keys, it measures
 
 and prints medians, p99s and ratios to the primary-key lookup. Ratios are
 what to compare across machines: absolute times on shared machines are noisy.
+
+``--ingest`` measures ingestion instead (and only that): the same rows written
+by each method, each method in a fresh scratch database of its own, timed end
+to end from Python (conversion of the rows included), for two workloads:
+
+* *new keys*: ``--ingest-rows`` rows, one per key, knowledge time the
+  transaction's (a snapshot import: every row is one new version);
+* *history*: ``--ingest-rows`` rows, ten changes for each of a tenth as many
+  keys, in time order (all keys' first change, then all second changes, ...),
+  change i valid from day i and known from hour i (explicit knowledge times):
+  each change closes the key's open version and re-records its remainder, so
+  n changes leave 2n-1 versions.
+
+The methods: ``COPY`` of the rows into a plain table with no constraints or
+indexes (the baseline); ``record_many`` in batches of ``--batch-size`` rows,
+each batch its own transaction; ``record``, one call (one transaction) at a
+time on one connection, timed for the last ``--record-rows`` rows of the same
+workload only (it is slow; the rows before them are loaded first with
+record_many, untimed, so that it writes into a table of the same size); and, for new keys, a bare ``INSERT ... SELECT`` of the
+rows into ``fact_key`` and ``fact_version`` with no merge and no checks (what
+the table's indexes alone cost: the ceiling of any ingestion path). It prints
+rows and versions per second, the ratios to ``COPY`` and to ``record``, and
+whether record_many meets the goals (at least a quarter of COPY's speed, at
+least 50,000 versions per second).
 """
 
 from __future__ import annotations
@@ -176,6 +202,151 @@ def report(result: dict[str, Any]) -> str:
     return f"{head}{table}\nPlan of one as-of lookup:\n{result['as_of_plan']}\n"
 
 
+# -- Ingestion ---------------------------------------------------------------------------
+
+INGEST_WORKLOADS = ("new keys", "history")
+HISTORY_CHANGES = 10
+GOAL_VERSIONS_PER_S = 50_000
+GOAL_COPY_FRACTION = 0.25
+
+
+def ingest_rows(workload: str, count: int, prefix: str) -> list[dict[str, Any]]:
+    """The rows of a workload (see the module docstring), as record_many takes them."""
+    if workload == "new keys":
+        return [{"entity": f"{prefix}{i}", "attribute": "a", "source": "s", "value": i,
+                 "valid_from": EPOCH} for i in range(count)]
+    keys = max(count // HISTORY_CHANGES, 1)
+    return [{"entity": f"{prefix}{k}", "attribute": "a", "source": "s", "value": c,
+             "valid_from": EPOCH + timedelta(days=c), "known_at": EPOCH + timedelta(hours=c)}
+            for c in range(HISTORY_CHANGES) for k in range(keys)]
+
+
+def _copy_tuples(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(r["entity"], r["attribute"], r["source"], json.dumps(r["value"]), r.get("valid_from"),
+             r.get("valid_to"), r.get("known_at"), r.get("recorded_by")) for r in rows]
+
+
+_PLAIN = ("CREATE TABLE IF NOT EXISTS bench_ingest_plain (entity text, attribute text, source text, "
+          "value jsonb, valid_from timestamptz, valid_to timestamptz, known_at timestamptz, recorded_by text)")
+_PLAIN_COPY = ("COPY bench_ingest_plain (entity, attribute, source, value, valid_from, valid_to, known_at, "
+               "recorded_by) FROM STDIN")
+
+
+def _versions(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT count(*) FROM bitemporal.fact_version").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _copy_plain(conn: psycopg.Connection[Any], rows: list[dict[str, Any]]) -> int:
+    with conn.transaction(), conn.cursor() as cur, cur.copy(_PLAIN_COPY) as copy:
+        for row in _copy_tuples(rows):
+            copy.write_row(row)
+    return len(rows)
+
+
+def _bare_insert(conn: psycopg.Connection[Any], rows: list[dict[str, Any]]) -> int:
+    with conn.transaction():
+        _copy_plain(conn, rows)
+        conn.execute(
+            "INSERT INTO bitemporal.fact_key SELECT DISTINCT entity, attribute, now(), now(), "
+            "pg_current_xact_id() FROM bench_ingest_plain")
+        conn.execute(
+            "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+            "SELECT entity, attribute, source, value, tstzrange(valid_from, valid_to, '[)'), "
+            "tstzrange(now(), NULL, '[)') FROM bench_ingest_plain")
+    return len(rows)
+
+
+def measure_ingest(url: str, rows: int, batch_size: int, record_rows: int) -> dict[str, Any]:
+    """Every method on every workload, each method in a fresh scratch database."""
+    record_rows = min(record_rows, rows)
+    results: list[dict[str, Any]] = []
+    server = 0
+    for method in ("copy", "bare insert", "record_many", "record"):
+        with scratch_database(url, "bitemporal_bench_ingest") as db:
+            migrate(db)
+            with psycopg.connect(db, autocommit=True) as conn:
+                server = conn.info.server_version // 10000
+                conn.execute(_PLAIN)
+                store = Store(conn)
+                for workload in INGEST_WORKLOADS:
+                    if method == "bare insert" and workload != "new keys":
+                        continue
+                    data = ingest_rows(workload, rows, f"{method[:4]}-{workload[:3]}-")
+                    if method == "record":
+                        # Only the last rows are timed (record is slow); the rows before
+                        # them are loaded first, untimed, so that record writes into a
+                        # table as large as record_many's at the end of its run.
+                        for first in range(0, len(data) - record_rows, batch_size):
+                            store.facts.record_many(data[first:min(first + batch_size, len(data) - record_rows)])
+                        data = data[len(data) - record_rows:]
+                    before = _versions(conn)
+                    start = time.perf_counter()
+                    if method == "copy":
+                        _copy_plain(conn, data)
+                    elif method == "bare insert":
+                        _bare_insert(conn, data)
+                    elif method == "record_many":
+                        for first in range(0, len(data), batch_size):
+                            store.facts.record_many(data[first:first + batch_size])
+                    else:
+                        for r in data:
+                            store.facts.record(
+                                Key(r["entity"], r["attribute"]), r["value"], source=r["source"],
+                                valid_from=r.get("valid_from"), known_at=r.get("known_at"))
+                    seconds = time.perf_counter() - start
+                    versions = len(data) if method == "copy" else _versions(conn) - before
+                    results.append({"workload": workload, "method": method, "rows": len(data),
+                                    "versions": versions, "seconds": seconds})
+    return {"server_version": server, "rows": rows, "batch_size": batch_size,
+            "record_rows": record_rows, "results": results}
+
+
+INGEST_LABELS = {
+    "copy": "COPY into a plain table (baseline)",
+    "bare insert": "bare INSERT into fact_version (no merge, no checks)",
+    "record_many": "record_many",
+    "record": "record, one call at a time",
+}
+
+
+def ingest_report(result: dict[str, Any]) -> str:
+    by = {(r["workload"], r["method"]): r for r in result["results"]}
+    lines = []
+    verdicts = []
+    for workload in INGEST_WORKLOADS:
+        copy_rate = by[workload, "copy"]["rows"] / by[workload, "copy"]["seconds"]
+        record = by.get((workload, "record"))
+        record_rate = record["rows"] / record["seconds"] if record else None
+        for method in ("copy", "bare insert", "record_many", "record"):
+            r = by.get((workload, method))
+            if r is None:
+                continue
+            rate = r["rows"] / r["seconds"]
+            label = INGEST_LABELS[method]
+            if method == "record_many":
+                label += f", batches of {result['batch_size']:,}"
+            vs_record = f"{rate / record_rate:.1f}x" if record_rate else "-"
+            lines.append((workload, label, f"{r['rows']:,}", f"{r['versions']:,}", f"{r['seconds']:.2f}",
+                          f"{rate:,.0f}", f"{r['versions'] / r['seconds']:,.0f}",
+                          f"{rate / copy_rate:.3f}x", vs_record))
+        many = by[workload, "record_many"]
+        versions_rate = many["versions"] / many["seconds"]
+        fraction = (many["rows"] / many["seconds"]) / copy_rate
+        verdicts.append(
+            f"  {workload}: {versions_rate:,.0f} versions/s "
+            f"({'met' if versions_rate >= GOAL_VERSIONS_PER_S else 'NOT met'}: goal {GOAL_VERSIONS_PER_S:,}); "
+            f"{fraction:.3f} of COPY's rows/s "
+            f"({'met' if fraction >= GOAL_COPY_FRACTION else 'NOT met'}: goal {GOAL_COPY_FRACTION})")
+    head = (f"Ingestion, PostgreSQL {result['server_version']}: {result['rows']:,} rows per workload "
+            f"(record: the last {result['record_rows']:,}, after the others); each method in a fresh "
+            "database, timed from Python\n")
+    table = format_table(("workload", "method", "rows", "versions", "seconds", "rows/s", "versions/s",
+                          "vs COPY", "vs record"), lines)
+    return head + table + "Goals for record_many:\n" + "\n".join(verdicts) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bitemporal bench facts", description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="server to create a scratch database on (default: as for connect)")
@@ -184,11 +355,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="also write the raw timings here")
+    parser.add_argument("--ingest", action="store_true",
+                        help="measure ingestion (record, record_many, COPY) instead of lookups")
+    parser.add_argument("--ingest-rows", type=int, default=20_000, help="rows per ingestion workload")
+    parser.add_argument("--batch-size", type=int, default=10_000, help="record_many rows per batch")
+    parser.add_argument("--record-rows", type=int, default=2_000,
+                        help="rows timed for record, one call at a time (the last of the workload)")
     args = parser.parse_args(argv)
-    with scratch_database(database_url(args.url), "bitemporal_bench") as url:
-        migrate(url)
-        result = measure(url, args.keys, args.changes, args.samples, args.seed)
-    sys.stdout.write(report(result))
+    if args.ingest:
+        result = measure_ingest(database_url(args.url), args.ingest_rows, args.batch_size,
+                                args.record_rows)
+        sys.stdout.write(ingest_report(result))
+    else:
+        with scratch_database(database_url(args.url), "bitemporal_bench") as url:
+            migrate(url)
+            result = measure(url, args.keys, args.changes, args.samples, args.seed)
+        sys.stdout.write(report(result))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)

@@ -43,12 +43,13 @@ def downgrade() -> None:
         DROP FUNCTION bitemporal.as_of(text, text, timestamptz, timestamptz);
         DROP VIEW bitemporal.versions;
         DROP FUNCTION bitemporal.retract(text, text, text, timestamptz, timestamptz, timestamptz);
-        DROP FUNCTION bitemporal.record(text, text, text, jsonb, timestamptz, timestamptz, timestamptz, text);
+        DROP FUNCTION bitemporal.record(text, text, text, jsonb, timestamptz, timestamptz, timestamptz, text, text);
         DROP FUNCTION bitemporal.cut(text, text, text, tstzrange, timestamptz);
         DROP FUNCTION bitemporal.advance_key(text, text, timestamptz);
         DROP FUNCTION bitemporal.lock_key(text, text, timestamptz, boolean);
         DROP FUNCTION bitemporal.check_key_part(text, text);
         DROP TYPE bitemporal.recorded;
+        DROP TABLE bitemporal.fact_request;
         DROP TABLE bitemporal.fact_version;
         DROP TABLE bitemporal.fact_key;
         DROP FUNCTION bitemporal.fact_version_guard();

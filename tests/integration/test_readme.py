@@ -10,19 +10,32 @@ from pathlib import Path
 import pytest
 
 import bitemporal
+from bitemporal.demo import KEY, WRITES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+needs_psql = pytest.mark.skipif(shutil.which("psql") is None, reason="the psql client is not installed")
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+def blocks(language: str, section: str | None = None) -> list[str]:
+    text = README
+    if section is not None:
+        text = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+
+
+def psql(url: str, script: str) -> str:
+    result = subprocess.run(
+        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", url], input=script, capture_output=True,
+        text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BITEMPORAL_DATABASE_URL", empty_database_url)
-    examples = blocks("python")
     # The fact store, then working memory, in one session as a reader would run them.
-    facts, memory = examples[0], next(b for b in examples if "store.memory(" in b)
+    facts, memory = blocks("python", "Python")[0], blocks("python", "Working memory: decay with reinforcement")[0]
     namespace: dict[str, object] = {}
     for example in (facts, memory):
         exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - our own README
@@ -34,13 +47,30 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
     store.close()
 
 
-@pytest.mark.skipif(shutil.which("psql") is None, reason="the psql client is not installed")
+@needs_psql
 def test_psql_examples(empty_database_url: str) -> None:
     bitemporal.migrate(empty_database_url)
-    script = "\n".join(blocks("sql"))
-    result = subprocess.run(
-        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", empty_database_url],
-        input=script, capture_output=True, text=True, timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "supported" in result.stdout and "missing" in result.stdout
+    out = psql(empty_database_url, "\n".join(blocks("sql", "psql")))
+    assert "supported" in out and "missing" in out
+
+
+@needs_psql
+def test_audit_queries(empty_database_url: str) -> None:
+    """The "Auditing with psql" queries, on the worked example and a session with evictions."""
+    store = bitemporal.connect(empty_database_url)
+    for w in WRITES:
+        store.facts.record(KEY, w.value, source=w.source, valid_from=w.valid_from, valid_to=w.valid_to,
+                           known_at=w.known_at)
+    memory = store.memory("session-42")
+    memory.register("log:line-40")
+    for _ in range(14):
+        memory.step()
+    store.close()
+    out = psql(empty_database_url, "\n".join(blocks("sql", "Auditing with psql")))
+    # In force now: the announced 100 MB (policy), nothing from the forum any more.
+    assert re.search(r"mailer:prod \| attachment_limit_mb \| policy \| 100 ", out)
+    # On 2 September the store said 50 MB; by 5 October we know 80 MB applied that day.
+    assert re.search(r"supported\s+\| \[50\]\s+\| supported\s+\| \[80\]\s+\| t", out)
+    # September's knowledge: the late change learned, the old rule superseded, the announcement, the forum.
+    assert re.search(r"learned\s+\|.*\| policy \| 80 ", out) and re.search(r"superseded\s+\|.*\| policy \| 50 ", out)
+    assert "log:line-40 |           14 | retention" in out and "fell below the threshold 0.2" in out

@@ -1,0 +1,335 @@
+"""Evidence text, and retrieval that filters before it ranks.
+
+A fact version can carry the passages it came from (:meth:`Evidence.add`, or
+:meth:`Evidence.record` to record a value and its passage at once). Retrieval
+keeps the versions eligible at ``(valid_at, known_at)`` first, then ranks
+only their passages, and takes the first ``limit``: a highly relevant passage
+that is not valid for the question (next month's rule, last quarter's) can
+never push the eligible one out, so while an eligible passage matches, the
+result is not empty. Three rankers share that rule, each a SQL function in
+``sql/evidence.v1.sql``:
+
+* :meth:`Evidence.search`: full-text search (``tsvector``), on every server;
+* :meth:`Evidence.rank`: relevance scores from any external engine, per version;
+* :meth:`Evidence.nearest`: cosine similarity of embeddings (pgvector), once
+  :meth:`Evidence.enable_vector` was called on a server that has pgvector;
+  elsewhere it raises :class:`~bitemporal.errors.VectorUnavailableError`.
+
+Ties are broken by version id, then evidence id. A passage recorded for a
+version also serves the remainders re-recorded from it (``carried_from``), and
+a score given for a version also applies to them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .errors import EmbeddingError, InvalidEvidenceError, InvalidSearchError
+from .facts import JSON, Key, Recorded, Version, _check_key_part, _json_text, _period_args
+from .periods import Instant, to_optional_instant
+
+#: Full-text configuration passages are indexed with unless told otherwise.
+DEFAULT_LANGUAGE = "english"
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A passage a version came from."""
+
+    evidence_id: int
+    #: The version the passage was attached to (a remainder's original, possibly).
+    version_id: int
+    passage: str
+    #: Where it comes from (URL, file and section, ...), if given.
+    document: str | None = None
+    #: The text search configuration it is indexed with.
+    language: str = DEFAULT_LANGUAGE
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieval result: an eligible version and (usually) its passage."""
+
+    #: 1 for the best.
+    rank: int
+    #: Full-text rank, caller score or cosine similarity: higher is better.
+    score: float
+    #: The eligible version (a remainder when a later write cut the original).
+    version: Version
+    #: The passage; None only for :meth:`Evidence.rank` of a version without one.
+    evidence_id: int | None
+    passage: str | None
+    document: str | None
+
+    @property
+    def value(self) -> JSON:
+        return self.version.value
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRecorded:
+    """What :meth:`Evidence.record` did: the fact write and the passage attached to it."""
+
+    recorded: Recorded
+    evidence_id: int
+
+
+Connect = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+
+_HIT_QUERY = (
+    "SELECT rank, score, version_id, entity, attribute, source, value, valid_period, "
+    "known_period, recorded_by, carried_from, evidence_id, passage, document FROM "
+)
+
+
+def _limit(limit: int | None) -> int | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidSearchError(f"limit must be a whole number, zero or more, not {limit!r}")
+    return limit
+
+
+def _embedding(embedding: Sequence[float]) -> list[float]:
+    try:
+        numbers = [float(x) for x in embedding]
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"an embedding must be a sequence of numbers: {exc}") from exc
+    if not all(math.isfinite(x) for x in numbers):
+        raise EmbeddingError("an embedding must hold finite numbers only")
+    return numbers
+
+
+def _key_args(key: Key | None) -> tuple[str | None, str | None]:
+    return (None, None) if key is None else (key.entity, key.attribute)
+
+
+class Evidence:
+    """Passages of fact versions, and retrieval that filters before it ranks."""
+
+    def __init__(self, atomic: Connect, reading: Connect) -> None:
+        self._atomic = atomic
+        self._reading = reading
+
+    # Writing.
+
+    def add(
+        self,
+        version_id: int,
+        passage: str,
+        *,
+        document: str | None = None,
+        language: str = DEFAULT_LANGUAGE,
+        embedding: Sequence[float] | None = None,
+        recorded_by: str | None = None,
+    ) -> int:
+        """Attach ``passage`` (from ``document``) to a version; returns its evidence id.
+
+        ``language`` is a PostgreSQL text search configuration (``english``,
+        ``german``, ``simple``, ...). ``embedding`` needs :meth:`enable_vector`.
+        """
+        if not isinstance(passage, str) or not passage.strip():
+            raise InvalidEvidenceError("a passage must be non-blank text")
+        vector = None if embedding is None else _embedding(embedding)
+        with self._atomic() as conn:
+            row = conn.execute(
+                "SELECT bitemporal.add_evidence(%s, %s, %s, %s, %s::real[], %s)",
+                (version_id, passage, document, language, vector, recorded_by),
+            ).fetchone()
+        assert row is not None
+        evidence_id: int = row[0]
+        return evidence_id
+
+    def record(
+        self,
+        key: Key,
+        value: JSON,
+        *,
+        source: str,
+        passage: str,
+        document: str | None = None,
+        valid_from: Instant | None = None,
+        valid_to: Instant | None = None,
+        known_at: Instant | None = None,
+        recorded_by: str | None = None,
+        language: str = DEFAULT_LANGUAGE,
+        embedding: Sequence[float] | None = None,
+    ) -> EvidenceRecorded:
+        """Record a value (as :meth:`Facts.record <bitemporal.Facts.record>`) and the
+        passage it came from, in one transaction. When the value was already known,
+        the passage is attached to the existing version."""
+        _check_key_part("source", source)
+        if not isinstance(passage, str) or not passage.strip():
+            raise InvalidEvidenceError("a passage must be non-blank text")
+        vector = None if embedding is None else _embedding(embedding)
+        with self._atomic() as conn:
+            row = conn.execute(
+                "SELECT r.version_id, r.created, r.superseded, r.known_at, "
+                "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
+                "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
+                (
+                    passage, document, language, vector, recorded_by,
+                    key.entity, key.attribute, source, _json_text(value),
+                    *_period_args(valid_from, valid_to),
+                    to_optional_instant(known_at, name="known_at"), recorded_by,
+                ),
+            ).fetchone()
+        assert row is not None
+        return EvidenceRecorded(Recorded(row[0], row[1], tuple(row[2]), row[3]), row[4])
+
+    def passages(self, version_id: int) -> list[Passage]:
+        """The passages that support a version: its own and its original's (for a remainder)."""
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                "SELECT e.evidence_id, e.version_id, e.passage, e.document, e.language::text AS language "
+                "FROM bitemporal.fact_version v JOIN bitemporal.evidence e "
+                "ON e.version_id IN (v.version_id, v.carried_from) "
+                "WHERE v.version_id = %s ORDER BY e.evidence_id",
+                (version_id,),
+            )
+            return [Passage(**row) for row in cur]
+
+    # Retrieval.
+
+    def search(
+        self,
+        query: str,
+        *,
+        valid_at: Instant | None = None,
+        known_at: Instant | None = None,
+        limit: int | None = 10,
+        key: Key | None = None,
+        language: str | None = None,
+    ) -> list[Hit]:
+        """Full-text search among the passages of versions eligible at ``(valid_at, known_at)``.
+
+        ``query`` uses web search syntax (``attachment limit``, ``"exact phrase"``,
+        ``-excluded``, ``a or b``), parsed with each passage's language, or only
+        passages in ``language`` when given. Ranked by ``ts_rank_cd``, ties by
+        version id; ``limit=None`` returns every match.
+        """
+        if not isinstance(query, str):
+            raise InvalidSearchError(f"query must be text, not {type(query).__name__}")
+        return self._hits(
+            "bitemporal.search_evidence(%s, %s, %s, %s, %s, %s, %s)",
+            (query, *self._question(valid_at, known_at), _limit(limit), language, *_key_args(key)),
+        )
+
+    def rank(
+        self,
+        scores: Mapping[int, float],
+        *,
+        valid_at: Instant | None = None,
+        known_at: Instant | None = None,
+        limit: int | None = 10,
+        key: Key | None = None,
+    ) -> list[Hit]:
+        """Rank versions by your own relevance scores (``{version_id: score}``, from any
+        engine), keeping only those eligible at ``(valid_at, known_at)`` first.
+
+        A score for a version also applies to the remainders carried from it.
+        Each hit carries the version's first passage, if any. Ids of versions
+        that do not exist are ignored.
+        """
+        ids: list[int] = []
+        values: list[float] = []
+        for version_id, score in scores.items():
+            try:
+                number = float(score)
+            except (TypeError, ValueError) as exc:
+                raise InvalidSearchError(f"score for version {version_id} is not a number") from exc
+            if not math.isfinite(number):
+                raise InvalidSearchError(
+                    f"score for version {version_id} is {score!r}; scores must be finite",
+                    hint="NaN would sort above every real score",
+                )
+            ids.append(version_id)
+            values.append(number)
+        return self._hits(
+            "bitemporal.rank_versions(%s::bigint[], %s::float8[], %s, %s, %s, %s, %s)",
+            (ids, values, *self._question(valid_at, known_at), _limit(limit), *_key_args(key)),
+        )
+
+    def nearest(
+        self,
+        embedding: Sequence[float],
+        *,
+        valid_at: Instant | None = None,
+        known_at: Instant | None = None,
+        limit: int | None = 10,
+        key: Key | None = None,
+    ) -> list[Hit]:
+        """The passages most similar to ``embedding`` (cosine) among those of versions
+        eligible at ``(valid_at, known_at)``: exact, never an approximate index scan
+        filtered afterwards. Needs pgvector and :meth:`enable_vector`."""
+        return self._hits(
+            "bitemporal.nearest_evidence(%s::real[], %s, %s, %s, %s, %s)",
+            (_embedding(embedding), *self._question(valid_at, known_at), _limit(limit),
+             *_key_args(key)),
+        )
+
+    # pgvector.
+
+    def vector_available(self) -> bool:
+        """Whether the server has the pgvector extension (so :meth:`enable_vector` can work)."""
+        with self._reading() as conn:
+            row = conn.execute("SELECT bitemporal.vector_available()").fetchone()
+        assert row is not None
+        return bool(row[0])
+
+    def vector_dimensions(self) -> int | None:
+        """The dimensions of embeddings in this database, or None if vectors are not enabled."""
+        with self._reading() as conn:
+            row = conn.execute("SELECT bitemporal.vector_dimensions()").fetchone()
+        assert row is not None
+        dimensions: int | None = row[0]
+        return dimensions
+
+    def enable_vector(self, dimensions: int) -> int:
+        """Enable embeddings of ``dimensions`` numbers in this database (idempotent).
+
+        Raises :class:`~bitemporal.errors.VectorUnavailableError` where the server
+        has no pgvector, :class:`~bitemporal.errors.EmbeddingError` if another
+        number of dimensions is already enabled.
+        """
+        with self._atomic() as conn:
+            row = conn.execute("SELECT bitemporal.enable_vector(%s)", (dimensions,)).fetchone()
+        assert row is not None
+        enabled: int = row[0]
+        return enabled
+
+    def set_embedding(self, evidence_id: int, embedding: Sequence[float]) -> None:
+        """Store (or replace) the embedding of a passage."""
+        with self._atomic() as conn:
+            conn.execute(
+                "SELECT bitemporal.set_embedding(%s, %s::real[])", (evidence_id, _embedding(embedding))
+            )
+
+    # Internals.
+
+    @staticmethod
+    def _question(valid_at: Instant | None, known_at: Instant | None) -> tuple[Any, Any]:
+        return (to_optional_instant(valid_at, name="valid_at"),
+                to_optional_instant(known_at, name="known_at"))
+
+    def _hits(self, call: str, args: tuple[Any, ...]) -> list[Hit]:
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(_HIT_QUERY + call, args)
+            return [
+                Hit(
+                    rank=row["rank"],
+                    score=row["score"],
+                    version=Version.from_row(row),
+                    evidence_id=row["evidence_id"],
+                    passage=row["passage"],
+                    document=row["document"],
+                )
+                for row in cur
+            ]

@@ -1,0 +1,293 @@
+"""Provenance of derived artifacts, and what to invalidate when facts change.
+
+An artifact is anything derived from facts: a chunk, an embedding, a summary,
+a cached answer (``kind`` is free-form). :meth:`Provenance.record` keeps the
+exact fact versions and other artifacts it was derived from (many-to-many,
+transitive through artifacts); ``(kind, ref)`` names what the caller keeps,
+and recording the same name again retires the previous artifact.
+
+:meth:`Provenance.stale` is the invalidation list: every artifact in use any
+of whose inputs, directly or through other artifacts, has since been
+superseded, retracted or discarded (a version replaced inside the transaction
+that created it), or whose input artifact was retired, each with the reason.
+:meth:`Provenance.retire` takes an artifact off the list once it has been
+rebuilt or thrown away.
+
+Live: a transaction that closes a version's knowledge (a supersession or a
+retraction) sends, when it commits, a ``NOTIFY`` on :data:`CHANNEL`
+(``bitemporal_invalidation``) whose payload is JSON naming the key, the
+source, the version, the change and the knowledge time;
+:meth:`Invalidation.from_payload` parses it and :meth:`Provenance.dependents`
+lists the artifacts to rebuild. The SQL side is ``sql/provenance.v1.sql``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from .errors import InvalidArtifactError, UnknownArtifactError
+from .facts import JSON, Key, Version
+from .periods import Instant, to_optional_instant
+
+#: The channel a supersession or retraction is announced on (``LISTEN bitemporal_invalidation``).
+CHANNEL = "bitemporal_invalidation"
+
+
+class StaleCause(StrEnum):
+    """Why an artifact is stale."""
+
+    #: An input version was replaced by a new value of the same source.
+    SUPERSEDED = "superseded"
+    #: An input version was retracted (no new value).
+    RETRACTED = "retracted"
+    #: An input version was replaced inside the transaction that created it (never kept).
+    DISCARDED = "discarded"
+    #: An input artifact was retired or replaced under its name.
+    INPUT_RETIRED = "input_retired"
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """A derived artifact and what it was derived from."""
+
+    artifact_id: int
+    kind: str
+    ref: str
+    derived_at: datetime
+    retired_at: datetime | None = None
+    detail: JSON = None
+    recorded_by: str | None = None
+    #: The fact versions it was derived from directly.
+    versions: tuple[int, ...] = ()
+    #: The artifacts it was derived from directly.
+    artifacts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StaleReason:
+    """One input of a stale artifact that is no longer current."""
+
+    cause: StaleCause
+    #: When it changed (None for a discarded version: it was never kept).
+    changed_at: datetime | None
+    #: The input version (for superseded, retracted, discarded).
+    version_id: int | None
+    key: Key | None
+    source: str | None
+    value: JSON
+    #: The input artifact (for input_retired).
+    input_artifact: int | None
+    #: The artifact that used the input directly (the stale artifact itself, if direct).
+    via_artifact: int
+    #: The versions that superseded the input version.
+    by_version_ids: tuple[int, ...]
+    #: The reason, in words.
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StaleArtifact:
+    """An artifact to invalidate, with every reason."""
+
+    artifact_id: int
+    kind: str
+    ref: str
+    derived_at: datetime
+    reasons: tuple[StaleReason, ...]
+
+
+class InvalidationChange(StrEnum):
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+
+
+@dataclass(frozen=True, slots=True)
+class Invalidation:
+    """A notification on :data:`CHANNEL`: a version's knowledge was closed."""
+
+    version_id: int
+    change: InvalidationChange
+    known_at: datetime
+    #: The superseding versions (empty for a retraction).
+    by: tuple[int, ...]
+    #: None only when the payload had to be truncated (keys of several kilobytes).
+    key: Key | None
+    source: str | None
+
+    @classmethod
+    def from_payload(cls, payload: str) -> Invalidation:
+        """Parse the JSON payload of a notification."""
+        data = json.loads(payload)
+        truncated = data.get("truncated", False)
+        return cls(
+            version_id=data["version_id"],
+            change=InvalidationChange(data["change"]),
+            known_at=datetime.fromisoformat(data["known_at"]),
+            by=tuple(data["by"]),
+            key=None if truncated else Key(data["entity"], data["attribute"]),
+            source=None if truncated else data["source"],
+        )
+
+
+Connect = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+
+
+def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:
+    ids = []
+    for item in items:
+        if isinstance(item, Version):
+            ids.append(item.version_id)
+        elif isinstance(item, Artifact):
+            ids.append(item.artifact_id)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            ids.append(item)
+        else:
+            raise InvalidArtifactError(f"{what} must be ids (or Version / Artifact objects), not {item!r}")
+    return ids
+
+
+_ARTIFACT_QUERY = (
+    "SELECT a.artifact_id, a.kind, a.ref, a.derived_at, a.retired_at, a.detail, a.recorded_by, "
+    "coalesce(array_agg(i.input_version ORDER BY i.input_version) "
+    "         FILTER (WHERE i.input_version IS NOT NULL), '{}') AS versions, "
+    "coalesce(array_agg(i.input_artifact ORDER BY i.input_artifact) "
+    "         FILTER (WHERE i.input_artifact IS NOT NULL), '{}') AS artifacts "
+    "FROM {source} a LEFT JOIN bitemporal.artifact_input i ON i.artifact_id = a.artifact_id "
+    "{where} GROUP BY a.artifact_id, a.kind, a.ref, a.derived_at, a.retired_at, a.detail, "
+    "a.recorded_by ORDER BY a.artifact_id"
+)
+
+
+def _artifact(row: dict[str, Any]) -> Artifact:
+    return Artifact(
+        artifact_id=row["artifact_id"], kind=row["kind"], ref=row["ref"],
+        derived_at=row["derived_at"], retired_at=row["retired_at"], detail=row["detail"],
+        recorded_by=row["recorded_by"], versions=tuple(row["versions"]),
+        artifacts=tuple(row["artifacts"]),
+    )
+
+
+class Provenance:
+    """Derived artifacts, their inputs, and the invalidation list."""
+
+    def __init__(self, atomic: Connect, reading: Connect) -> None:
+        self._atomic = atomic
+        self._reading = reading
+
+    def record(
+        self,
+        kind: str,
+        ref: str,
+        *,
+        versions: Iterable[int | Version] = (),
+        artifacts: Iterable[int | Artifact] = (),
+        detail: JSON = None,
+        derived_at: Instant | None = None,
+        recorded_by: str | None = None,
+    ) -> Artifact:
+        """Record that artifact ``(kind, ref)`` was derived, at ``derived_at`` (default:
+        the transaction time), from these exact fact versions and/or artifacts.
+
+        The artifact previously recorded under the same ``(kind, ref)`` is
+        retired. An artifact needs at least one input, each known by
+        ``derived_at``.
+        """
+        version_ids = _ids(versions, "versions")
+        artifact_ids = _ids(artifacts, "artifacts")
+        at = to_optional_instant(derived_at, name="derived_at")
+        # Built from the call alone: a writer role may run the function but not read the tables.
+        with self._atomic() as conn:
+            row = conn.execute(
+                "SELECT bitemporal.record_artifact(%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
+                "coalesce(%s::timestamptz, now())",
+                (kind, ref, version_ids, artifact_ids, None if detail is None else Jsonb(detail),
+                 at, recorded_by, at),
+            ).fetchone()
+        assert row is not None
+        return Artifact(
+            artifact_id=row[0], kind=kind, ref=ref, derived_at=row[1], detail=detail,
+            recorded_by=recorded_by, versions=tuple(sorted(set(version_ids))),
+            artifacts=tuple(sorted(set(artifact_ids))),
+        )
+
+    def get(self, artifact_id: int) -> Artifact:
+        """The artifact with this id (raises :class:`~bitemporal.errors.UnknownArtifactError`)."""
+        with self._reading() as conn:
+            return self._get(conn, artifact_id)
+
+    def retire(self, artifact_id: int, *, at: Instant | None = None) -> bool:
+        """Take an artifact out of use (rebuilt or thrown away) at ``at`` (default:
+        the transaction time), so it leaves the stale list. False if it already was."""
+        with self._atomic() as conn:
+            row = conn.execute(
+                "SELECT bitemporal.retire_artifact(%s, %s)",
+                (artifact_id, to_optional_instant(at, name="at")),
+            ).fetchone()
+        assert row is not None
+        return bool(row[0])
+
+    def stale(self, known_at: Instant | None = None) -> list[StaleArtifact]:
+        """The invalidation list at ``known_at`` (default: now), by artifact id."""
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                "SELECT * FROM bitemporal.stale(%s)", (to_optional_instant(known_at, name="known_at"),)
+            )
+            rows = cur.fetchall()
+        stale: dict[int, StaleArtifact] = {}
+        for row in rows:
+            reason = StaleReason(
+                cause=StaleCause(row["cause"]),
+                changed_at=row["changed_at"],
+                version_id=row["version_id"],
+                key=Key(row["entity"], row["attribute"]) if row["entity"] is not None else None,
+                source=row["source"],
+                value=row["value"],
+                input_artifact=row["input_artifact"],
+                via_artifact=row["via_artifact"],
+                by_version_ids=tuple(row["by_version_ids"] or ()),
+                text=row["reason"],
+            )
+            entry = stale.get(row["artifact_id"])
+            stale[row["artifact_id"]] = StaleArtifact(
+                row["artifact_id"], row["kind"], row["ref"], row["derived_at"],
+                (*(entry.reasons if entry else ()), reason),
+            )
+        return list(stale.values())
+
+    def dependents(
+        self, *, versions: Iterable[int | Version] = (), artifacts: Iterable[int | Artifact] = ()
+    ) -> list[Artifact]:
+        """The artifacts in use derived, directly or transitively, from any of these
+        versions or artifacts: what to rebuild when a notification names a version."""
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                _ARTIFACT_QUERY.replace(
+                    "{source}", "bitemporal.dependents(%s::bigint[], %s::bigint[])"
+                ).replace("{where}", ""),
+                (_ids(versions, "versions"), _ids(artifacts, "artifacts")),
+            )
+            return [_artifact(row) for row in cur]
+
+    @staticmethod
+    def _get(conn: psycopg.Connection[Any], artifact_id: int) -> Artifact:
+        with conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                _ARTIFACT_QUERY.replace("{source}", "bitemporal.artifact").replace(
+                    "{where}", "WHERE a.artifact_id = %s"
+                ),
+                (artifact_id,),
+            )
+            row = cur.fetchone()
+        if row is None:
+            raise UnknownArtifactError(f"unknown artifact {artifact_id}")
+        return _artifact(row)
