@@ -70,7 +70,9 @@ def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
 
 
-def run(connection: Connection, revision: str, *, downgrade: bool = False) -> None:
+def run(
+    connection: Connection, revision: str, *, downgrade: bool = False, lock_timeout: str = LOCK_TIMEOUT
+) -> None:
     """Upgrade (or downgrade) to ``revision`` on ``connection``, inside its transaction.
 
     This drives Alembic's MigrationContext directly instead of going through
@@ -84,7 +86,7 @@ def run(connection: Connection, revision: str, *, downgrade: bool = False) -> No
             return script._downgrade_revs(revision, current)
         return script._upgrade_revs(revision, current)
 
-    prepare(connection)
+    prepare(connection, lock_timeout)
     context = MigrationContext.configure(
         connection,
         opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
@@ -111,15 +113,17 @@ def _connection(target: Target) -> Iterator[Connection]:
             engine.dispose()
 
 
-def migrate(target: Target = None, revision: str = "head") -> None:
+def migrate(target: Target = None, revision: str = "head", *, lock_timeout: str = LOCK_TIMEOUT) -> None:
     """Upgrade the database to ``revision``.
 
     ``target`` is a URL (default: as for :func:`bitemporal.connect`), a
     SQLAlchemy engine, or a SQLAlchemy connection, whose transaction the
-    migration joins (the caller commits).
+    migration joins (the caller commits). A lock wait longer than
+    ``lock_timeout`` fails the migration, which leaves nothing behind (it runs
+    in one transaction) and can simply be run again.
     """
     with _connection(target) as connection:
-        run(connection, revision)
+        run(connection, revision, lock_timeout=lock_timeout)
 
 
 def downgrade(target: Target = None, revision: str = "base") -> None:

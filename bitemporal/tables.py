@@ -89,6 +89,8 @@ fact_version = Table(
         ("entity", "="), ("attribute", "="), ("source", "="), ("valid_period", "&&"), ("known_period", "&&"),
         name="fact_version_no_overlap", using="gist",
     ),
+    Index("fact_version_current_idx", "entity", "attribute", "source", "valid_period",
+          postgresql_using="gist", postgresql_where=text("upper_inf(known_period)")),
 )
 
 fact_request = Table(

@@ -109,3 +109,13 @@ CREATE TABLE bitemporal.fact_request (
 );
 COMMENT ON TABLE bitemporal.fact_request IS
     'Requests made to bitemporal.record with an idempotency key, and their result: a retry with the same key gets the same result and writes nothing.';
+
+-- The versions the store holds now (open knowledge), by key and source: what
+-- every write reads (the versions it may cut, the no-op check). The exclusion
+-- index also holds every closed version, which a write would otherwise wade
+-- through: on a key with a long history that cost grows with the history.
+CREATE INDEX fact_version_current_idx ON bitemporal.fact_version
+    USING gist (entity, attribute, source, valid_period)
+    WHERE upper_inf(known_period);
+COMMENT ON INDEX bitemporal.fact_version_current_idx IS
+    'Current versions (open knowledge) by key, source and valid period: what record() and retract() read, whatever the length of the history.';

@@ -55,6 +55,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from ..database import database_url, scratch_database
 from ..facts import Key
@@ -88,20 +89,32 @@ FILL = (
 def fill(conn: psycopg.Connection[Any], keys: int, changes: int) -> int:
     """Fill an empty, migrated store; returns the number of versions.
 
-    The exclusion constraint is dropped during the load and re-added after it
-    (which validates every row): building the GiST index once is much faster
+    The exclusion constraint and the secondary indexes are dropped during the
+    load and re-created after it from their own definitions (re-adding the
+    constraint validates every row): building a GiST index once is much faster
     than growing it row by row. Bulk ingestion proper is record_many's job.
     """
     params = {"keys": keys, "changes": changes, "epoch": EPOCH}
     with conn.transaction():
+        constraint = conn.execute(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conname = 'fact_version_no_overlap' AND conrelid = 'bitemporal.fact_version'::regclass"
+        ).fetchone()
+        indexes = conn.execute(
+            "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index i "
+            "WHERE indrelid = 'bitemporal.fact_version'::regclass AND NOT indisprimary "
+            "AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conindid = i.indexrelid)"
+        ).fetchall()
+        assert constraint is not None
         conn.execute("ALTER TABLE bitemporal.fact_version DROP CONSTRAINT fact_version_no_overlap")
+        for name, _ in indexes:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.SQL(name)))
         for statement in FILL:
             conn.execute(statement, params)
-        conn.execute(
-            "ALTER TABLE bitemporal.fact_version ADD CONSTRAINT fact_version_no_overlap "
-            "EXCLUDE USING gist (entity WITH =, attribute WITH =, source WITH =, "
-            "valid_period WITH &&, known_period WITH &&)"
-        )
+        conn.execute(sql.SQL("ALTER TABLE bitemporal.fact_version ADD CONSTRAINT fact_version_no_overlap {}")
+                     .format(sql.SQL(constraint[0])))
+        for _, definition in indexes:
+            conn.execute(sql.SQL(definition))
     conn.execute("VACUUM ANALYZE bitemporal.fact_version")
     conn.execute("VACUUM ANALYZE bitemporal.fact_key")
     row = conn.execute("SELECT count(*) FROM bitemporal.fact_version").fetchone()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import uuid
 import threading
 import time
 from datetime import UTC, date, datetime
@@ -106,3 +107,38 @@ def test_pool_recovers_after_an_embedded_server_restart() -> None:
             versions = Store(conn).facts.history(key)
     assert [v.value for v in versions] == list(range(10))
     assert sum(v.known_period.is_open for v in versions) == 1
+
+
+def test_backend_terminated_inside_step(connect: Any) -> None:
+    namespace = f"faults-{uuid.uuid4().hex}"
+    setup = Store(connect()).memory(namespace)
+    for n in range(20):
+        setup.register(f"item-{n}")
+    for _ in range(5):
+        setup.step()
+
+    def state() -> tuple[Any, ...]:
+        return (setup.turn, [(i.item_id, i.present, i.evicted_turn) for i in setup.items()])
+
+    before = state()
+    holder = connect(autocommit=False)
+    victim = connect()
+    victim_memory = Store(victim).memory(namespace)
+    Store(holder).memory(namespace).step()  # holds the namespace until it rolls back
+    failure: list[BaseException] = []
+
+    def step() -> None:
+        try:
+            victim_memory.step()
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            failure.append(exc)
+
+    thread = threading.Thread(target=step)
+    thread.start()
+    observer = connect()
+    wait_until_blocked(observer, victim.info.backend_pid)
+    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
+    thread.join(timeout=30)
+    holder.rollback()
+    assert failure and isinstance(failure[0], psycopg.OperationalError)
+    assert state() == before

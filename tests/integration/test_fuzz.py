@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bitemporal import BitemporalError, InvalidValueError, Key, Store, errors
+from bitemporal import BitemporalError, DecayPolicy, InvalidValueError, Key, Store, WindowPolicy, errors
 
 DOCUMENTED = {"BT001", "BT002", "BT003", "BT004", "BT005", "BT007"}
 
@@ -116,3 +116,26 @@ def test_nul_character_in_a_value_is_refused(store: Store, key: Key) -> None:
     with pytest.raises(InvalidValueError, match="u0000"):
         store.facts.record(key, {"a\x00": 1}, source="s")
     assert store.facts.as_of(key) == []
+
+
+numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -1.0, 1e-320, 1e300, 1e308]))
+
+
+@FUZZ
+@given(namespace=texts, item=texts, threshold=numbers, stability=st.one_of(st.none(), numbers),
+       window=st.one_of(st.integers(min_value=-5, max_value=2**60), st.none()), pinned=st.booleans())
+def test_memory_api_fuzz(store: Store, namespace: str, item: str, threshold: float, stability: Any,
+                         window: Any, pinned: bool) -> None:
+    """Odd names, ids, thresholds, stabilities and windows: only documented errors."""
+    name = f"{namespace[:200]}:{uuid.uuid4().hex}" if namespace else namespace
+    try:
+        policy = WindowPolicy(window=window) if window is not None else DecayPolicy(threshold=threshold)
+        memory = store.memory(name, policy=policy)
+        memory.register(item, pinned=pinned, stability=stability)
+        memory.recall(item)
+        memory.step()
+        memory.retention(item)
+    except BitemporalError:
+        return
+    assert memory.is_present(item) in (True, False)
+    assert memory.turn == 2
