@@ -14,7 +14,10 @@ keys, it measures
   current knowledge and for a past knowledge time, and of ``resolve()``;
 * end to end from Python: ``store.facts.resolve`` and a primary-key ``SELECT``,
 
-and prints medians, p99s and ratios to the primary-key lookup. Ratios are
+and prints medians, p99s and ratios to the primary-key lookup. The same
+questions go to the designs people use instead, built from the same data: a
+"latest row per key" table and a single-axis (valid-time only) history; the
+report counts how often each answers differently from ``as_of``. Ratios are
 what to compare across machines: absolute times on shared machines are noisy.
 
 ``--ingest`` measures ingestion instead (and only that): the same rows written
@@ -128,6 +131,32 @@ def fill_baseline(conn: psycopg.Connection[Any], rows: int) -> None:
     conn.execute("VACUUM ANALYZE bench_plain")
 
 
+# The designs people use instead, built from the same versions: "keep the
+# latest row" (one row per key: the value recorded last) and a single-axis
+# history (valid time only, i.e. what the store knows now).
+NAIVE = (
+    """CREATE TABLE bench_latest AS
+       SELECT DISTINCT ON (entity, attribute) entity, attribute, value FROM bitemporal.fact_version
+        ORDER BY entity, attribute, lower(known_period) DESC, lower(valid_period) DESC NULLS LAST""",
+    "ALTER TABLE bench_latest ADD PRIMARY KEY (entity, attribute)",
+    """CREATE TABLE bench_history AS
+       SELECT entity, attribute, lower(valid_period) AS valid_from, upper(valid_period) AS valid_to, value
+         FROM bitemporal.fact_version WHERE upper_inf(known_period)""",
+    "CREATE INDEX ON bench_history (entity, attribute, valid_from)",
+    "VACUUM ANALYZE bench_latest",
+    "VACUUM ANALYZE bench_history",
+)
+LATEST = "SELECT value FROM bench_latest WHERE entity = %s AND attribute = 'a'"
+SINGLE_AXIS = """SELECT value FROM bench_history WHERE entity = %s AND attribute = 'a'
+                    AND valid_from <= %s AND (valid_to IS NULL OR valid_to > %s)
+                  ORDER BY valid_from DESC LIMIT 1"""
+
+
+def _value(conn: psycopg.Connection[Any], query: str, params: Sequence[Any]) -> Any:
+    row = conn.execute(query, params).fetchone()
+    return None if row is None else row[0]
+
+
 def server_ms(conn: psycopg.Connection[Any], query: str, params: Sequence[Any]) -> float:
     row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {query}", params).fetchone()
     assert row is not None
@@ -149,19 +178,25 @@ def measure(url: str, keys: int, changes: int, samples: int, seed: int) -> dict[
     with psycopg.connect(url, autocommit=True) as conn:
         versions = fill(conn, keys, changes)
         fill_baseline(conn, versions)
+        for statement in NAIVE:
+            conn.execute(statement)
         server = conn.info.server_version // 10000
         store = Store(conn)
         rng = random.Random(seed)
-        questions = [
-            (rng.randrange(1, keys + 1), rng.randrange(0, changes), rng.randrange(1, versions + 1))
-            for _ in range(samples)
-        ]
+        # A key, a change (valid from its day), how many changes were known when
+        # asked about the past, and a baseline row.
+        questions = []
+        for _ in range(samples):
+            change = rng.randrange(0, changes)
+            questions.append((rng.randrange(1, keys + 1), change, rng.randrange(0, change + 1),
+                              rng.randrange(1, versions + 1)))
         # Warm caches and plans first; then every operation runs on the same questions.
         timings: dict[str, list[float]] = {name: [] for name in OPERATIONS}
+        wrong = dict.fromkeys(WRONG, 0)
         for warm in (True, False):
-            for k, change, pk in questions:
+            for k, change, known_changes, pk in questions:
                 valid_at = EPOCH + timedelta(days=change, hours=12)
-                past = EPOCH + timedelta(hours=change, minutes=30)
+                past = EPOCH + timedelta(hours=known_changes, minutes=30)
                 entity = f"e{k}"
                 results = {
                     "primary key (server)": server_ms(
@@ -172,6 +207,9 @@ def measure(url: str, keys: int, changes: int, samples: int, seed: int) -> dict[
                         conn, "SELECT * FROM bitemporal.as_of(%s, 'a', %s, %s)", (entity, valid_at, past)),
                     "resolve (server)": server_ms(
                         conn, "SELECT * FROM bitemporal.resolve(%s, 'a', %s)", (entity, valid_at)),
+                    "latest row per key (server)": server_ms(conn, LATEST, (entity,)),
+                    "single-axis history (server)": server_ms(
+                        conn, SINGLE_AXIS, (entity, valid_at, valid_at)),
                     "primary key (Python, end to end)": client_ms(
                         lambda: conn.execute("SELECT value FROM bench_plain WHERE id = %s", (pk,)).fetchone()),
                     "resolve (Python, end to end)": client_ms(
@@ -180,6 +218,13 @@ def measure(url: str, keys: int, changes: int, samples: int, seed: int) -> dict[
                 if not warm:
                     for name, value in results.items():
                         timings[name].append(value)
+                    now_answer = _value(conn, "SELECT value FROM bitemporal.as_of(%s, 'a', %s)", (entity, valid_at))
+                    then_answer = _value(
+                        conn, "SELECT value FROM bitemporal.as_of(%s, 'a', %s, %s)", (entity, valid_at, past))
+                    single_axis = _value(conn, SINGLE_AXIS, (entity, valid_at, valid_at))
+                    wrong["latest row per key, current knowledge"] += _value(conn, LATEST, (entity,)) != now_answer
+                    wrong["single-axis history, current knowledge"] += single_axis != now_answer
+                    wrong["single-axis history, past knowledge"] += single_axis != then_answer
         plan = "\n".join(
             row[0] for row in conn.execute(
                 "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
@@ -187,7 +232,7 @@ def measure(url: str, keys: int, changes: int, samples: int, seed: int) -> dict[
                 (f"e{questions[0][0]}", EPOCH + timedelta(days=questions[0][1], hours=12)),
             ))
     return {"server_version": server, "versions": versions, "keys": keys, "samples": samples,
-            "timings_ms": timings, "as_of_plan": plan}
+            "timings_ms": timings, "as_of_plan": plan, "wrong_answers": wrong}
 
 
 OPERATIONS = (
@@ -195,8 +240,16 @@ OPERATIONS = (
     "as_of, current knowledge (server)",
     "as_of, past knowledge (server)",
     "resolve (server)",
+    "latest row per key (server)",
+    "single-axis history (server)",
     "primary key (Python, end to end)",
     "resolve (Python, end to end)",
+)
+# How often the naive designs answer differently from as_of, on the same questions.
+WRONG = (
+    "latest row per key, current knowledge",
+    "single-axis history, current knowledge",
+    "single-axis history, past knowledge",
 )
 BASELINE = {"(server)": "primary key (server)", "(Python, end to end)": "primary key (Python, end to end)"}
 
@@ -212,7 +265,13 @@ def report(result: dict[str, Any]) -> str:
     head = (f"PostgreSQL {result['server_version']}, {result['versions']:,} versions "
             f"({result['keys']:,} keys), {result['samples']} random lookups each\n")
     table = format_table(("operation", "median ms", "p99 ms", "vs primary key"), rows)
-    return f"{head}{table}\nPlan of one as-of lookup:\n{result['as_of_plan']}\n"
+    wrong = format_table(
+        ("naive design, question", "answers unlike as_of"),
+        [(name, f"{n} of {result['samples']} ({100 * n / result['samples']:.0f}%)")
+         for name, n in result["wrong_answers"].items()],
+    )
+    return (f"{head}{table}\nThe designs people use instead, on the same questions:\n{wrong}"
+            f"\nPlan of one as-of lookup:\n{result['as_of_plan']}\n")
 
 
 # -- Ingestion ---------------------------------------------------------------------------
