@@ -22,14 +22,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
-
-import psycopg
 
 from .errors import (
     BatchError,
@@ -38,7 +35,7 @@ from .errors import (
     InvalidTimeError,
     InvalidValueError,
 )
-from .facts import JSON, Key, Recorded, _check_key_part, _json_text
+from .facts import JSON, Connector, Key, Recorded, _check_key_part, _json_text
 from .periods import Instant, Period, to_optional_instant
 
 #: The fields of a row, in the order of the CSV header ``bitemporal import`` expects.
@@ -201,7 +198,7 @@ def batch_error(errors: list[tuple[int, str | None, str]], total: int) -> BatchE
 
 
 def record_many(
-    atomic: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
+    atomic: Connector,
     rows: Iterable[RecordRow | Mapping[str, Any]],
     *,
     max_errors: int = DEFAULT_MAX_ERRORS,

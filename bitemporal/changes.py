@@ -19,17 +19,13 @@ by knowledge time, then version id.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
-import psycopg
 from psycopg.rows import dict_row
 
-from .facts import Key, Version
+from .facts import Connector, Key, Version
 from .periods import Instant, to_optional_instant
 
 
@@ -54,7 +50,7 @@ class Change:
 
 
 def fetch(
-    reading: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
+    reading: Connector,
     known_from: Instant | None,
     known_to: Instant | None,
     *,

@@ -27,13 +27,10 @@ bit for bit, not just approximately. Turns, never the wall clock, decide.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
-import psycopg
-from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from .errors import (
@@ -44,7 +41,7 @@ from .errors import (
     InvalidStabilityError,
     UnknownItemError,
 )
-from .facts import Key
+from .facts import Connector, Key
 
 #: Stabilities (in turns) are kept within these bounds, so that no product or
 #: quotient of the arithmetic can overflow or underflow (PostgreSQL raises where
@@ -294,8 +291,6 @@ class MemoryItem:
         )
 
 
-Connector = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
-
 _ITEM_COLUMNS = (
     "item_id, entity, attribute, pinned, state, stability, recall_count, registered_turn, "
     "last_touched_turn, evicted_turn, crossing_turn"
@@ -317,7 +312,7 @@ class Memory:
         self.policy: Policy = _check_policy(policy)
         self._atomic = atomic
         self._reading = reading
-        with self._writing() as conn:
+        with self._atomic() as conn:
             conn.execute(
                 "SELECT FROM bitemporal.memory_ensure_namespace(%s, %s, %s, %s, %s)",
                 (self.namespace, *self.policy._sql_args()),
@@ -351,7 +346,7 @@ class Memory:
             pinned,
             None if stability is None else own,
         )
-        with self._writing() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._atomic() as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(
                 f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_register(%s, %s, %s, %s, %s, %s)",
                 args,
@@ -371,7 +366,7 @@ class Memory:
         ids = _check_many(item_ids)
         _check_register(None, pinned)
         own = self.policy.initial_stability(stability)
-        with self._writing() as conn:
+        with self._atomic() as conn:
             row = conn.execute(
                 "SELECT bitemporal.memory_register_many(%s, %s::text[], %s, %s)",
                 (self.namespace, ids, pinned, None if stability is None else own),
@@ -382,7 +377,7 @@ class Memory:
     def recall(self, item_id: str) -> bool:
         """Reinforce a present item; False (and nothing changes) if unknown or evicted."""
         _check_name("item id", item_id)
-        with self._writing() as conn:
+        with self._atomic() as conn:
             row = conn.execute(
                 "SELECT bitemporal.memory_recall(%s, %s)", (self.namespace, item_id)
             ).fetchone()
@@ -394,7 +389,7 @@ class Memory:
 
         Returns the evicted ids in registration order.
         """
-        with self._writing() as conn:
+        with self._atomic() as conn:
             row = conn.execute("SELECT bitemporal.memory_step(%s)", (self.namespace,)).fetchone()
         assert row is not None
         return list(row[0])
@@ -435,24 +430,6 @@ class Memory:
                 f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_items(%s)", (self.namespace,)
             )
             return [MemoryItem.from_row(row) for row in cur]
-
-    @contextmanager
-    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
-        """Where a write runs: every write here is one statement (one SQL function call).
-
-        On an autocommit connection with no transaction open, that statement is
-        already a transaction of its own, so it runs as is: wrapping it in
-        BEGIN/COMMIT would only add two round trips (a third of a recall's
-        cost). Otherwise it runs in the store's atomic block (a savepoint in
-        the caller's transaction), so that a refused call leaves that
-        transaction usable.
-        """
-        with self._reading() as conn:
-            if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-                yield conn
-                return
-        with self._atomic() as conn:
-            yield conn
 
     def _scalar(self, query: str, *args: object) -> Any:
         with self._reading() as conn:

@@ -22,11 +22,18 @@ class BitemporalError(Exception):
 
     #: The SQLSTATE the SQL functions raise for this error, if any.
     sqlstate: ClassVar[str | None] = None
+    #: Said when the database gives no hint of its own.
+    default_hint: ClassVar[str | None] = None
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message if hint is None else f"{message} ({hint})")
         self.message = message
         self.hint = hint
+
+    @classmethod
+    def from_diagnostic(cls, diag: psycopg.errors.Diagnostic) -> BitemporalError:
+        """The error for a database error of this class's SQLSTATE."""
+        return cls(diag.message_primary or cls.__name__, hint=diag.message_hint or cls.default_hint)
 
 
 class InvalidInputError(BitemporalError, ValueError):
@@ -95,6 +102,9 @@ class AppendOnlyError(BitemporalError):
 
 class PermissionDeniedError(BitemporalError, PermissionError):
     """The database role lacks the privilege (SQLSTATE 42501): grant it a bitemporal role."""
+
+    sqlstate = "42501"
+    default_hint = "grant the role bitemporal_reader, bitemporal_writer or bitemporal_auditor"
 
 
 class ConfigurationError(BitemporalError):
@@ -254,60 +264,29 @@ class BatchError(InvalidInputError):
                    errors=errors, total=total)
 
 
+def _subclasses(cls: type[BitemporalError]) -> list[type[BitemporalError]]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+
+
+# Every error class that declares a SQLSTATE, found by walking the hierarchy.
 _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
-    cls.sqlstate: cls
-    for cls in (
-        InvalidPeriodError,
-        KnowledgeTimeInPastError,
-        KnowledgeTimeInFutureError,
-        UnknownKeyError,
-        InvalidKeyError,
-        AppendOnlyError,
-        InvalidValueError,
-        IdempotencyKeyReusedError,
-        InvalidPolicyError,
-        PolicyMismatchError,
-        InvalidStabilityError,
-        InvalidMemoryNameError,
-        UnknownNamespaceError,
-        UnknownItemError,
-        VectorUnavailableError,
-        VectorNotEnabledError,
-        EmbeddingError,
-        InvalidSearchError,
-        UnknownVersionError,
-        UnknownArtifactError,
-        InvalidArtifactError,
-        InvalidEvidenceError,
-        BatchError,
-    )
-    if cls.sqlstate is not None
+    cls.sqlstate: cls for cls in _subclasses(BitemporalError) if cls.sqlstate is not None
 }
 
 
 def error_for(exc: psycopg.Error) -> BitemporalError | None:
     """The bitemporal error corresponding to a database error, if there is one."""
     sqlstate = exc.sqlstate
-    cls = _BY_SQLSTATE.get(sqlstate) if sqlstate else None
     if sqlstate == "22P05":  # jsonb cannot hold a \u0000 character
         return InvalidValueError(
             "value contains a \\u0000 character, which PostgreSQL jsonb cannot store"
         )
-    if sqlstate == "42501":
-        return PermissionDeniedError(
-            exc.diag.message_primary or str(exc),
-            hint="grant the role bitemporal_reader, bitemporal_writer or bitemporal_auditor",
+    if sqlstate == "3F000" or (sqlstate == "42883" and "bitemporal." in str(exc)):
+        return SchemaNotMigratedError(
+            "the database has no bitemporal schema", hint="run `bitemporal db upgrade`"
         )
-    if cls is None:
-        if sqlstate == "3F000" or (sqlstate == "42883" and "bitemporal." in str(exc)):
-            return SchemaNotMigratedError(
-                "the database has no bitemporal schema", hint="run `bitemporal db upgrade`"
-            )
-        return None
-    diag = exc.diag
-    if cls is BatchError:
-        return BatchError.from_diagnostic(diag)
-    return cls(diag.message_primary or str(exc), hint=diag.message_hint)
+    cls = _BY_SQLSTATE.get(sqlstate) if sqlstate else None
+    return None if cls is None else cls.from_diagnostic(exc.diag)
 
 
 @contextmanager

@@ -23,16 +23,23 @@ a score given for a version also applies to them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from psycopg.rows import dict_row
 
 from .errors import EmbeddingError, InvalidEvidenceError, InvalidSearchError
-from .facts import JSON, Key, Recorded, Version, _check_key_part, _json_text, _period_args
+from .facts import (
+    JSON,
+    Connector,
+    Key,
+    Recorded,
+    Version,
+    _check_key_part,
+    _json_text,
+    _period_args,
+)
 from .periods import Instant, to_optional_instant
 
 #: Full-text configuration passages are indexed with unless told otherwise.
@@ -81,7 +88,6 @@ class EvidenceRecorded:
     evidence_id: int
 
 
-Connect = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
 
 _HIT_QUERY = (
     "SELECT rank, score, version_id, entity, attribute, source, value, valid_period, "
@@ -114,7 +120,7 @@ def _key_args(key: Key | None) -> tuple[str | None, str | None]:
 class Evidence:
     """Passages of fact versions, and retrieval that filters before it ranks."""
 
-    def __init__(self, atomic: Connect, reading: Connect) -> None:
+    def __init__(self, atomic: Connector, reading: Connector) -> None:
         self._atomic = atomic
         self._reading = reading
 

@@ -27,16 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any
 
-import psycopg
-
-from .facts import JSON, Interpretation, Key, Status
+from .facts import JSON, Connector, Interpretation, Key, Status
 from .periods import Instant, to_optional_instant
 
 # Writing times and values the way sql/formatting.v1.sql does.
@@ -278,7 +275,7 @@ class Explanation:
 
 
 def fetch(
-    reading: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
+    reading: Connector,
     key: Key,
     *,
     valid_at: Instant | None = None,

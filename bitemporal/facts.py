@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 #: JSON-compatible values, as stored in the ``jsonb`` value column.
 JSON = Any
 
+#: Opens a block on the store's connection (see bitemporal.store).
+Connector = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+
 
 class Status(StrEnum):
     """How many distinct values the eligible versions hold."""
@@ -172,13 +175,11 @@ _VERSION_COLUMNS = (
 class Facts:
     """Reads and writes fact versions through the ``bitemporal`` SQL functions."""
 
-    def __init__(
-        self,
-        atomic: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
-        reading: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
-    ) -> None:
+    def __init__(self, atomic: Connector, reading: Connector, transaction: Connector) -> None:
+        # atomic: for a write that is one statement; transaction: for several.
         self._atomic = atomic
         self._reading = reading
+        self._transaction = transaction
 
     def record(
         self,
@@ -242,7 +243,7 @@ class Facts:
         """
         from .bulk import record_many
 
-        return record_many(self._atomic, rows, max_errors=max_errors)
+        return record_many(self._transaction, rows, max_errors=max_errors)
 
     def retract(
         self,

@@ -13,7 +13,6 @@ import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
 from typing import Any
 
 from alembic import command

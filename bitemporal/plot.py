@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, InvalidInputError
 from .facts import Version
 
 
@@ -88,6 +88,8 @@ def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: date
     def number(t: datetime) -> float:
         return float(mdates.date2num(t))  # type: ignore[no-untyped-call]
 
+    if not versions:
+        raise InvalidInputError("there is nothing to draw: no versions were given")
     shapes = rectangles(versions)
     x_lo, x_hi = _limits([r.valid_start for r in shapes], [r.valid_end for r in shapes])
     y_lo, y_hi = _limits([r.known_start for r in shapes], [r.known_end for r in shapes] + [now])

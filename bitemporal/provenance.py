@@ -24,8 +24,7 @@ lists the artifacts to rebuild. The SQL side is ``sql/provenance.v1.sql``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -36,7 +35,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from .errors import InvalidArtifactError, UnknownArtifactError
-from .facts import JSON, Key, Version
+from .facts import JSON, Connector, Key, Version
 from .periods import Instant, to_optional_instant
 
 #: The channel a supersession or retraction is announced on (``LISTEN bitemporal_invalidation``).
@@ -139,7 +138,6 @@ class Invalidation:
         )
 
 
-Connect = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
 
 
 def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:
@@ -180,7 +178,7 @@ def _artifact(row: dict[str, Any]) -> Artifact:
 class Provenance:
     """Derived artifacts, their inputs, and the invalidation list."""
 
-    def __init__(self, atomic: Connect, reading: Connect) -> None:
+    def __init__(self, atomic: Connector, reading: Connector) -> None:
         self._atomic = atomic
         self._reading = reading
 

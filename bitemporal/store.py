@@ -8,10 +8,10 @@ A store is built on whatever connection the application already has:
 * ``Store(sqlalchemy_connection_or_session)`` does the same on the psycopg
   connection underneath SQLAlchemy's.
 
-Each write runs inside ``connection.transaction()``: a transaction of its own
-on an autocommit connection, a savepoint inside the caller's transaction, so
-that a refused write leaves the store, and the caller's transaction, exactly as
-they were.
+Each write is atomic: a single statement on an idle autocommit connection is a
+transaction of its own; anything else runs inside ``connection.transaction()``,
+a savepoint inside the caller's transaction. So a refused write leaves the
+store, and the caller's transaction, exactly as they were.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 import sqlalchemy
@@ -65,9 +65,9 @@ class Store:
     def __init__(self, connection: Connectable, *, owns_connection: bool = False) -> None:
         self._get = _connection_getter(connection)
         self._owns = owns_connection
-        self.facts = Facts(self._atomic, self._reading)
-        self.evidence = Evidence(self._atomic, self._reading)
-        self.provenance = Provenance(self._atomic, self._reading)
+        self.facts = Facts(self._writing, self._reading, self._atomic)
+        self.evidence = Evidence(self._writing, self._reading)
+        self.provenance = Provenance(self._writing, self._reading)
 
     @property
     def connection(self) -> psycopg.Connection[Any]:
@@ -84,6 +84,22 @@ class Store:
             conn.execute("SELECT 1")
         with errors.translate(), conn.transaction():
             yield conn
+
+    @contextmanager
+    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
+        """For a write that is one statement (one SQL function call).
+
+        On an autocommit connection with no transaction open, the statement is
+        already a transaction of its own: BEGIN/COMMIT around it would only add
+        two round trips. Otherwise it runs in :meth:`_atomic`.
+        """
+        conn = self._get()
+        if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+            with errors.translate():
+                yield conn
+        else:
+            with self._atomic() as conn:
+                yield conn
 
     @contextmanager
     def _reading(self) -> Iterator[psycopg.Connection[Any]]:
@@ -107,7 +123,7 @@ class Store:
         raises :class:`~bitemporal.errors.PolicyMismatchError`), because its
         items' crossing turns were computed under it. See :mod:`bitemporal.decay`.
         """
-        return Memory(namespace, policy, self._atomic, self._reading)
+        return Memory(namespace, policy, self._writing, self._reading)
 
     def now(self) -> datetime:
         """The database's present: its transaction time (``now()``)."""
@@ -121,7 +137,7 @@ class Store:
         if self._owns:
             self._get().close()
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -291,14 +291,7 @@ RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
-    IF name IS NULL OR name = '' THEN
-        RAISE EXCEPTION '% must be a non-empty string', what
-            USING ERRCODE = 'BT104';
-    END IF;
-    IF octet_length(name) > 1024 THEN
-        RAISE EXCEPTION '% is % bytes long; the limit is 1024', what, octet_length(name)
-            USING ERRCODE = 'BT104';
-    END IF;
+    PERFORM bitemporal.check_key_part(what, name, 'BT104');
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.memory_check_name(text, text) IS

@@ -30,24 +30,25 @@ CREATE TYPE bitemporal.recorded AS (
 COMMENT ON TYPE bitemporal.recorded IS
     'Result of bitemporal.record: the version holding the value, whether it was created (false: the value was already known for the whole period), the versions whose knowledge was closed, and the knowledge time used.';
 
-CREATE FUNCTION bitemporal.check_key_part(what text, part text)
+CREATE FUNCTION bitemporal.check_key_part(what text, part text, errcode text DEFAULT 'BT005')
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
+    -- The limit keeps every name well inside a btree index entry.
     IF part IS NULL OR part = '' THEN
         RAISE EXCEPTION '% must be a non-empty string', what
-            USING ERRCODE = 'BT005';
+            USING ERRCODE = errcode;
     END IF;
     IF octet_length(part) > 1024 THEN
         RAISE EXCEPTION '% is % bytes long; the limit is 1024', what, octet_length(part)
-            USING ERRCODE = 'BT005',
-                  HINT = 'Keys name what a fact is about; keep long text in the value.';
+            USING ERRCODE = errcode,
+                  HINT = 'Names say what something is about; keep long text in the value.';
     END IF;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.check_key_part(text, text) IS
-    'Raises BT005 unless an entity, attribute or source is a non-empty string of at most 1024 bytes.';
+COMMENT ON FUNCTION bitemporal.check_key_part(text, text, text) IS
+    'Raises errcode (default BT005) unless a name (entity, attribute, source, idempotency key, memory namespace or item id) is a non-empty string of at most 1024 bytes.';
 
 CREATE FUNCTION bitemporal.lock_key(entity text, attribute text, known_at timestamptz, create_missing boolean)
 RETURNS timestamptz

@@ -163,9 +163,9 @@ def server_ms(conn: psycopg.Connection[Any], query: str, params: Sequence[Any]) 
     return float(row[0][0]["Execution Time"])
 
 
-def client_ms(call: Callable[[], object]) -> float:
+def client_ms(call: Callable[..., object], *args: Any, **kwargs: Any) -> float:
     start = time.perf_counter()
-    call()
+    call(*args, **kwargs)
     return (time.perf_counter() - start) * 1000
 
 
@@ -211,9 +211,10 @@ def measure(url: str, keys: int, changes: int, samples: int, seed: int) -> dict[
                     "single-axis history (server)": server_ms(
                         conn, SINGLE_AXIS, (entity, valid_at, valid_at)),
                     "primary key (Python, end to end)": client_ms(
-                        lambda: conn.execute("SELECT value FROM bench_plain WHERE id = %s", (pk,)).fetchone()),
+                        lambda row: conn.execute("SELECT value FROM bench_plain WHERE id = %s", (row,)).fetchone(),
+                        pk),
                     "resolve (Python, end to end)": client_ms(
-                        lambda: store.facts.resolve(Key(entity, "a"), valid_at=valid_at)),
+                        store.facts.resolve, Key(entity, "a"), valid_at=valid_at),
                 }
                 if not warm:
                     for name, value in results.items():

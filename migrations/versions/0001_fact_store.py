@@ -47,7 +47,7 @@ def downgrade() -> None:
         DROP FUNCTION bitemporal.cut(text, text, text, tstzrange, timestamptz);
         DROP FUNCTION bitemporal.advance_key(text, text, timestamptz);
         DROP FUNCTION bitemporal.lock_key(text, text, timestamptz, boolean);
-        DROP FUNCTION bitemporal.check_key_part(text, text);
+        DROP FUNCTION bitemporal.check_key_part(text, text, text);
         DROP TYPE bitemporal.recorded;
         DROP TABLE bitemporal.fact_request;
         DROP TABLE bitemporal.fact_version;

@@ -20,44 +20,21 @@ FILES = ("facts_bulk.v1.sql",)
 
 # The write entry point: SECURITY DEFINER, pinned search_path, EXECUTE for the
 # writer role only (see 0004).
-WRITE_FUNCTIONS = ("record_many",)
-_SELECTED = (
-    "FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'bitemporal'::regnamespace "
-    f"AND p.proname IN ({', '.join(repr(name) for name in WRITE_FUNCTIONS)})"
-)
+ENTRY_POINT = "bitemporal.record_many(bitemporal.batch_row[], integer)"
 
 
 def upgrade() -> None:
     for name in FILES:
         op.execute(sql_text(name))
-    op.execute(f"SELECT bitemporal.secure_write_function(p.oid::regprocedure) {_SELECTED}")
+    op.execute(f"SELECT bitemporal.secure_write_function('{ENTRY_POINT}'::regprocedure)")
     op.execute("SELECT bitemporal.grant_roles()")
 
 
 def downgrade() -> None:
-    # Undo what upgrade did to the entry point (as 0004 does for its own), then
-    # drop everything facts_bulk.v1.sql created, dependents first.
+    # Dropping the entry point drops its grants too. Dependents first.
     op.execute(
         f"""
-        DO $$
-        DECLARE fn regprocedure; role_name text;
-        BEGIN
-            FOR fn IN SELECT p.oid::regprocedure {_SELECTED} LOOP
-                FOR role_name IN SELECT r.rolname FROM pg_catalog.pg_roles r
-                                  WHERE r.rolname IN ('bitemporal_reader', 'bitemporal_writer', 'bitemporal_auditor')
-                LOOP
-                    EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', fn, role_name);
-                END LOOP;
-                EXECUTE format('ALTER FUNCTION %s SECURITY INVOKER RESET search_path', fn);
-                EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', fn);
-            END LOOP;
-        END;
-        $$;
-        """
-    )
-    op.execute(
-        """
-        DROP FUNCTION bitemporal.record_many(bitemporal.batch_row[], integer);
+        DROP FUNCTION {ENTRY_POINT};
         DROP FUNCTION bitemporal.raise_batch_error(bigint, jsonb);
         DROP FUNCTION bitemporal.batch_still_known();
         DROP FUNCTION bitemporal.batch_row_problem(text, text, text, jsonb, timestamptz, timestamptz, timestamptz, timestamptz);

@@ -148,15 +148,16 @@ def test_value_not_json(store: Store, seeded: Key, value: object) -> None:
     unchanged(store, seeded, InvalidValueError, lambda: store.facts.record(seeded, value, source="policy"))
 
 
-def test_sql_refuses_null_values_with_bt007(store: Store, seeded: Key) -> None:
-    for literal in ("null", None):
-        def call() -> None:
-            with errors.translate():
-                store.connection.execute(
-                    "SELECT bitemporal.record(%s, %s, 'policy', %s::jsonb)",
-                    (seeded.entity, seeded.attribute, literal),
-                )
-        unchanged(store, seeded, InvalidValueError, call)
+@pytest.mark.parametrize("literal", ["null", None])
+def test_sql_refuses_null_values_with_bt007(store: Store, seeded: Key, literal: str | None) -> None:
+    def call() -> None:
+        with errors.translate():
+            store.connection.execute(
+                "SELECT bitemporal.record(%s, %s, 'policy', %s::jsonb)",
+                (seeded.entity, seeded.attribute, literal),
+            )
+
+    unchanged(store, seeded, InvalidValueError, call)
 
 
 def test_a_key_containing_sql_is_stored_verbatim(store: Store) -> None:

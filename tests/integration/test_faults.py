@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import tempfile
-import uuid
 import threading
 import time
+import uuid
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any

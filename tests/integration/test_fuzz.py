@@ -11,7 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bitemporal import BitemporalError, DecayPolicy, InvalidValueError, Key, Store, WindowPolicy, errors
+from bitemporal import (
+    BitemporalError,
+    DecayPolicy,
+    InvalidValueError,
+    Key,
+    Store,
+    WindowPolicy,
+    errors,
+)
 
 DOCUMENTED = {"BT001", "BT002", "BT003", "BT004", "BT005", "BT007"}
 

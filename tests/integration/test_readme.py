@@ -20,13 +20,13 @@ def blocks(language: str, section: str | None = None) -> list[str]:
     text = README
     if section is not None:
         text = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
 
 
 def psql(url: str, script: str) -> str:
     result = subprocess.run(
         ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", url], input=script, capture_output=True,
-        text=True, timeout=60,
+        text=True, timeout=60, check=False,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
