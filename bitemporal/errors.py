@@ -264,6 +264,31 @@ class BatchError(InvalidInputError):
                    errors=errors, total=total)
 
 
+# Application tables (bitemporal.applications, sql/tables.v1.sql): SQLSTATEs BT401 onwards.
+
+
+class UnknownTableError(BitemporalError, LookupError):
+    """The table is not a bitemporal application table (or has no such reference) (BT401)."""
+
+    sqlstate = "BT401"
+    default_hint = "make it one with op.create_bitemporal_table or bitemporal.enable_table()"
+
+
+class TableDefinitionError(InvalidInputError):
+    """A table cannot be made bitemporal (or back) as asked, for the reason given (BT402):
+    e.g. a reserved column name, a unique constraint that versions would break, or
+    history that going back would lose."""
+
+    sqlstate = "BT402"
+
+
+class TemporalReferenceError(BitemporalError):
+    """A write would leave a child version referring to a parent key that the parent
+    table does not hold over the whole of the child's valid period (BT403)."""
+
+    sqlstate = "BT403"
+
+
 def _subclasses(cls: type[BitemporalError]) -> list[type[BitemporalError]]:
     return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 
@@ -272,6 +297,10 @@ def _subclasses(cls: type[BitemporalError]) -> list[type[BitemporalError]]:
 _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
     cls.sqlstate: cls for cls in _subclasses(BitemporalError) if cls.sqlstate is not None
 }
+
+
+# not_null_violation, check_violation
+_BAD_ROW = frozenset({"23502", "23514"})
 
 
 def error_for(exc: psycopg.Error) -> BitemporalError | None:
@@ -286,6 +315,10 @@ def error_for(exc: psycopg.Error) -> BitemporalError | None:
             "the database has no bitemporal schema", hint="run `bitemporal db upgrade`"
         )
     cls = _BY_SQLSTATE.get(sqlstate) if sqlstate else None
+    if cls is None and sqlstate is not None and (sqlstate.startswith("22") or sqlstate in _BAD_ROW):
+        # A column value PostgreSQL refused (application tables: a malformed
+        # number, a string too long, the table's own NOT NULL or CHECK).
+        cls = InvalidValueError
     return None if cls is None else cls.from_diagnostic(exc.diag)
 
 

@@ -38,9 +38,8 @@ from .facts import (
     Version,
     _check_key_part,
     _json_text,
-    _period_args,
 )
-from .periods import Instant, to_optional_instant
+from .periods import Instant, period_bounds, to_optional_instant
 
 #: Full-text configuration passages are indexed with unless told otherwise.
 DEFAULT_LANGUAGE = "english"
@@ -183,7 +182,7 @@ class Evidence:
                 (
                     passage, document, language, vector, recorded_by,
                     key.entity, key.attribute, source, _json_text(value),
-                    *_period_args(valid_from, valid_to),
+                    *period_bounds(valid_from, valid_to),
                     to_optional_instant(known_at, name="known_at"), recorded_by,
                 ),
             ).fetchone()

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from .errors import InvalidKeyError, InvalidValueError
-from .periods import Instant, Period, to_optional_instant
+from .periods import Instant, Period, period_bounds, to_optional_instant
 
 if TYPE_CHECKING:
     from .bulk import RecordRow
@@ -211,7 +211,7 @@ class Facts:
             key.attribute,
             source,
             _json_text(value),
-            *_period_args(valid_from, valid_to),
+            *period_bounds(valid_from, valid_to),
             to_optional_instant(known_at, name="known_at"),
             recorded_by,
             idempotency_key,
@@ -263,7 +263,7 @@ class Facts:
             key.entity,
             key.attribute,
             source,
-            *_period_args(valid_from, valid_to),
+            *period_bounds(valid_from, valid_to),
             to_optional_instant(known_at, name="known_at"),
         )
         with self._atomic() as conn:
@@ -378,11 +378,4 @@ class Facts:
         return fetch(self._reading, known_from, known_to, key=key)
 
 
-def _period_args(
-    valid_from: Instant | None, valid_to: Instant | None
-) -> tuple[datetime | None, datetime | None]:
-    start = to_optional_instant(valid_from, name="valid_from")
-    end = to_optional_instant(valid_to, name="valid_to")
-    Period(start, end)  # refuse an empty or inverted period before the round trip
-    return start, end
 

@@ -94,3 +94,14 @@ class Period:
         start = "" if self.start is None else self.start.isoformat()
         end = "" if self.end is None else self.end.isoformat()
         return f"[{start}, {end})"
+
+
+def period_bounds(
+    valid_from: Instant | None, valid_to: Instant | None
+) -> tuple[datetime | None, datetime | None]:
+    """The bounds of a valid period as aware datetimes, refusing an empty or inverted
+    period (and naive datetimes) before any round trip."""
+    start = to_optional_instant(valid_from, name="valid_from")
+    end = to_optional_instant(valid_to, name="valid_to")
+    Period(start, end)
+    return start, end

@@ -28,6 +28,7 @@ import sqlalchemy.orm
 from psycopg.pq import TransactionStatus
 
 from . import errors
+from .applications import ApplicationTables
 from .database import database_url, psycopg_url
 from .decay import DecayPolicy, Memory, WindowPolicy
 from .evidence import Evidence
@@ -68,6 +69,7 @@ class Store:
         self.facts = Facts(self._writing, self._reading, self._atomic)
         self.evidence = Evidence(self._writing, self._reading)
         self.provenance = Provenance(self._writing, self._reading)
+        self.tables = ApplicationTables(self._writing, self._reading)
 
     @property
     def connection(self) -> psycopg.Connection[Any]:

@@ -28,6 +28,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import (
+    ARRAY,
     DOUBLE_PRECISION,
     JSONB,
     TIMESTAMP,
@@ -240,4 +241,37 @@ artifact_input = Table(
           postgresql_where=text("input_version IS NOT NULL")),
     Index("artifact_input_by_artifact_idx", "input_artifact",
           postgresql_where=text("input_artifact IS NOT NULL")),
+)
+
+app_table = Table(
+    "app_table",
+    metadata,
+    Column("table_schema", Text, nullable=False),
+    Column("table_name", Text, nullable=False),
+    Column("key_columns", ARRAY(Text), nullable=False),
+    Column("value_columns", ARRAY(Text), nullable=False),
+    Column("key_table", Text, nullable=False),
+    Column("old_primary_key", Text),
+    Column("functions", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+    Column("enabled_at", TSTZ, nullable=False, server_default=text("now()")),
+    PrimaryKeyConstraint("table_schema", "table_name", name="app_table_pkey"),
+    CheckConstraint("cardinality(key_columns) > 0", name="app_table_has_key"),
+)
+
+app_reference = Table(
+    "app_reference",
+    metadata,
+    Column("child_schema", Text, nullable=False),
+    Column("child_table", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("child_columns", ARRAY(Text), nullable=False),
+    Column("parent_schema", Text, nullable=False),
+    Column("parent_table", Text, nullable=False),
+    PrimaryKeyConstraint("child_schema", "child_table", "name", name="app_reference_pkey"),
+    ForeignKeyConstraint(["child_schema", "child_table"],
+                         ["bitemporal.app_table.table_schema", "bitemporal.app_table.table_name"],
+                         name="app_reference_child_fkey"),
+    ForeignKeyConstraint(["parent_schema", "parent_table"],
+                         ["bitemporal.app_table.table_schema", "bitemporal.app_table.table_name"],
+                         name="app_reference_parent_fkey"),
 )
