@@ -1,5 +1,6 @@
 """bitemporal: a PostgreSQL fact store that knows when a fact applies and when it was learned."""
 
+from .applications import ApplicationTables, TableChange, TableDefinition, TableVersion
 from .bulk import RecordRow
 from .changes import Change, ChangeKind
 from .decay import DecayPolicy, InMemoryMemory, Memory, MemoryItem, WindowPolicy
@@ -28,10 +29,13 @@ from .errors import (
     PermissionDeniedError,
     PolicyMismatchError,
     SchemaNotMigratedError,
+    TableDefinitionError,
+    TemporalReferenceError,
     UnknownArtifactError,
     UnknownItemError,
     UnknownKeyError,
     UnknownNamespaceError,
+    UnknownTableError,
     UnknownVersionError,
     VectorNotEnabledError,
     VectorUnavailableError,
@@ -56,6 +60,7 @@ __all__ = [
     "CHANNEL",
     "Answer",
     "AppendOnlyError",
+    "ApplicationTables",
     "Artifact",
     "BatchError",
     "BitemporalError",
@@ -107,10 +112,16 @@ __all__ = [
     "StaleReason",
     "Status",
     "Store",
+    "TableChange",
+    "TableDefinition",
+    "TableDefinitionError",
+    "TableVersion",
+    "TemporalReferenceError",
     "UnknownArtifactError",
     "UnknownItemError",
     "UnknownKeyError",
     "UnknownNamespaceError",
+    "UnknownTableError",
     "UnknownVersionError",
     "VectorNotEnabledError",
     "VectorUnavailableError",

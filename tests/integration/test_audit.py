@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from bitemporal import InvalidInputError, Key, KnowledgeTimeInFutureError, Store, UnknownKeyError, errors
+from bitemporal import (
+    InvalidInputError,
+    Key,
+    KnowledgeTimeInFutureError,
+    Store,
+    UnknownKeyError,
+    errors,
+)
 from bitemporal.plot import draw
 
 

@@ -1,0 +1,365 @@
+"""Application tables: an application's own table made bitemporal, through SQL and store.tables.
+
+Each test makes its tables in a schema of its own in the shared test database.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from bitemporal import (
+    AppendOnlyError,
+    InvalidKeyError,
+    InvalidPeriodError,
+    InvalidValueError,
+    KnowledgeTimeInFutureError,
+    KnowledgeTimeInPastError,
+    NaiveDatetimeError,
+    Store,
+    TemporalReferenceError,
+    UnknownKeyError,
+    UnknownTableError,
+)
+from bitemporal.changes import ChangeKind
+
+JAN, FEB, MAR, APR, MAY = (datetime(2026, m, 1, tzinfo=UTC) for m in range(1, 6))
+US = timedelta(microseconds=1)
+
+
+@contextmanager
+def raises_sqlstate(code: str, match: str | None = None) -> Iterator[None]:
+    """A psycopg error with SQLSTATE ``code`` (and a message matching ``match``)."""
+    with pytest.raises(psycopg.Error, match=match) as caught:
+        yield
+    assert caught.value.sqlstate == code, caught.value
+
+
+@pytest.fixture
+def schema(connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[str]:
+    """A schema of the test's own with product(sku) and price(sku, currency) tables,
+    price referring to product."""
+    name = f"app_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(name)))
+    conn.execute("CREATE TABLE product (sku text, name text NOT NULL)")
+    conn.execute("SELECT bitemporal.enable_table('product', ARRAY['sku'])")
+    conn.execute("CREATE TABLE price (sku text, currency text, amount numeric(10, 2) NOT NULL, note text)")
+    conn.execute("SELECT bitemporal.enable_table('price', ARRAY['sku', 'currency'])")
+    conn.execute("SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product')")
+    yield name
+    conn.execute("RESET search_path")
+    conn.execute(sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(sql.Literal(f"{name}.price")))
+    conn.execute(sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(sql.Literal(f"{name}.product")))
+    conn.execute(sql.SQL("DROP SCHEMA {}").format(sql.Identifier(name)))
+
+
+def price(sku: str = "A1", amount: Any = Decimal("10.00"), currency: str = "EUR", note: str | None = None) -> dict[str, Any]:
+    return {"sku": sku, "currency": currency, "amount": amount, "note": note}
+
+
+def snapshot(conn: psycopg.Connection[Any], schema: str) -> list[tuple[Any, ...]]:
+    """Every row of both tables and their key tables: what a refused write must leave alone."""
+    rows: list[tuple[Any, ...]] = []
+    for table in ("product", "product_key", "price", "price_key"):
+        rows += conn.execute(sql.SQL("SELECT t::text FROM {} t ORDER BY 1").format(
+            sql.Identifier(schema, table))).fetchall()
+    return rows
+
+
+def test_the_generated_functions_record_correct_and_retract(store: Store, schema: str) -> None:
+    t = store.tables
+    product, prices = f"{schema}.product", f"{schema}.price"
+    t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=JAN)
+    first = t.record(prices, price(amount=Decimal(10)), valid_from=FEB)
+    assert first.created and first.superseded == ()
+    # An identical row already known for the whole period: nothing written.
+    again = t.record(prices, price(amount=Decimal("10.00")), valid_from=MAR, valid_to=APR)
+    assert (again.created, again.version_id) == (False, first.version_id)
+    # A correction of a past period, learned now: the old version is closed, its remainders re-recorded.
+    fix = t.record(prices, price(amount=Decimal("12.50"), note="late raise"), valid_from=MAR, valid_to=APR)
+    assert fix.created and fix.superseded == (first.version_id,)
+
+    now = {v.valid_period.start: v.row["amount"] for v in t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR)}
+    assert now == {MAR: Decimal("12.50")}
+    # What was known before the correction, for March: 10.
+    before = t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR, known_at=fix.known_at - US)
+    assert [v.row["amount"] for v in before] == [Decimal("10.00")]
+
+    history = t.history(prices, {"sku": "A1", "currency": "EUR"})
+    assert [(v.row["amount"], v.valid_period.start, v.valid_period.end, v.known_period.end is None, v.carried_from)
+            for v in history] == [
+        (Decimal("10.00"), FEB, None, False, None),
+        (Decimal("10.00"), FEB, MAR, True, first.version_id),
+        (Decimal("10.00"), APR, None, True, first.version_id),
+        (Decimal("12.50"), MAR, APR, True, None),
+    ]
+    ended = t.retract(prices, {"sku": "A1", "currency": "EUR"}, valid_from=APR)
+    assert len(ended) == 1
+    assert t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAY) == []
+
+    kinds = [(c.change, c.version_id) for c in t.changes(prices)]
+    assert kinds == [
+        (ChangeKind.LEARNED, first.version_id),
+        (ChangeKind.SUPERSEDED, first.version_id),
+        (ChangeKind.LEARNED, fix.version_id),
+        (ChangeKind.RETRACTED, ended[0]),
+    ]
+
+
+def test_existing_rows_become_the_first_versions(connect: Callable[..., psycopg.Connection[Any]], store: Store) -> None:
+    name = f"conv_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE TABLE {} (id integer PRIMARY KEY, label text)").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (1, 'one'), (2, 'two')").format(sql.Identifier(name)))
+    conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'], %s)", (name, JAN))
+    rows = store.tables.as_of(name, valid_at=FEB)
+    assert [(v.row, v.valid_period.start, v.valid_period.end) for v in rows] == [
+        ({"id": 1, "label": "one"}, JAN, None), ({"id": 2, "label": "two"}, JAN, None)]
+    assert store.tables.as_of(name, valid_at=JAN - US) == []
+    # Nothing recorded since: it may go back to an ordinary table, primary key and all.
+    conn.execute("SELECT bitemporal.disable_table(%s::regclass)", (name,))
+    assert conn.execute(sql.SQL("SELECT * FROM {} ORDER BY id").format(sql.Identifier(name))).fetchall() == [
+        (1, "one"), (2, "two")]
+    assert conn.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'p'",
+                        (name,)).fetchone() == (1,)
+    # Once history is written, going back would lose it: refused.
+    conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'])", (name,))
+    store.tables.record(name, {"id": 1, "label": "uno"})
+    with raises_sqlstate("BT402", "would be lost"):
+        conn.execute("SELECT bitemporal.disable_table(%s::regclass)", (name,))
+    conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (name,))
+
+
+@pytest.mark.parametrize(
+    ("ddl", "key", "reason"),
+    [
+        ("CREATE TABLE {} (id int, valid_period int)", ["id"], "name bitemporal uses"),
+        ("CREATE TABLE {} (id int, v int UNIQUE)", ["id"], "unique constraint"),
+        ("CREATE TABLE {} (id int, v int)", ["nope"], "no column nope"),
+        ("CREATE TABLE {} (id int, v int)", [], "at least one key column"),
+        ("CREATE TABLE {} (id int, v int); INSERT INTO {} VALUES (NULL, 1)", ["id"], "null key"),
+        ("CREATE TABLE {} (id int, v int); INSERT INTO {} VALUES (1, 1), (1, 2)", ["id"], "same key"),
+    ],
+)
+def test_a_table_that_cannot_hold_versions_is_refused_unchanged(
+    connect: Callable[..., psycopg.Connection[Any]], ddl: str, key: list[str], reason: str
+) -> None:
+    name = f"bad_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL(ddl).format(*[sql.Identifier(name)] * ddl.count("{}")))
+    before = conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
+                          (name,)).fetchone()
+    with raises_sqlstate("BT402", reason):
+        conn.execute("SELECT bitemporal.enable_table(%s::regclass, %s)", (name, key))
+    after = conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
+                         (name,)).fetchone()
+    assert after == before
+    assert conn.execute("SELECT count(*) FROM bitemporal.app_table WHERE table_name = %s", (name,)).fetchone() == (0,)
+    conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(name)))
+
+
+def test_bad_input_raises_typed_errors_and_writes_nothing(
+    store: Store, schema: str, connect: Callable[..., psycopg.Connection[Any]]
+) -> None:
+    t, prices = store.tables, f"{schema}.price"
+    t.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"}, valid_from=JAN)
+    t.record(prices, price(), valid_from=FEB)
+    conn = connect()
+    before = snapshot(conn, schema)
+    future = datetime.now(UTC) + timedelta(days=1)
+    cases: list[tuple[type[Exception], Callable[[], object]]] = [
+        (UnknownTableError, lambda: t.record(f"{schema}.nope", {})),
+        (UnknownTableError, lambda: t.record("pg_catalog.pg_class", {})),
+        (InvalidValueError, lambda: t.record(prices, {"sku": "A1", "currency": "EUR"})),
+        (InvalidValueError, lambda: t.record(prices, {**price(), "colour": "red"})),
+        (InvalidValueError, lambda: t.record(prices, price(amount=None))),
+        (InvalidValueError, lambda: t.record(prices, price(amount="ten"))),
+        (InvalidValueError, lambda: t.record(prices, price(amount=Decimal("1e12")))),
+        (InvalidKeyError, lambda: t.record(prices, price(sku=None))),  # type: ignore[arg-type]
+        (InvalidPeriodError, lambda: t.record(prices, price(), valid_from=MAR, valid_to=MAR)),
+        (InvalidPeriodError, lambda: t.record(prices, price(), valid_from=MAR, valid_to=FEB)),
+        (NaiveDatetimeError, lambda: t.record(prices, price(), valid_from=datetime(2026, 3, 1))),
+        (KnowledgeTimeInFutureError, lambda: t.record(prices, price(amount=1), known_at=future)),
+        (KnowledgeTimeInPastError, lambda: t.record(prices, price(amount=1), known_at=JAN)),
+        (UnknownKeyError, lambda: t.retract(prices, {"sku": "Z9", "currency": "EUR"})),
+        (UnknownKeyError, lambda: t.history(prices, {"sku": "Z9", "currency": "EUR"})),
+        (TemporalReferenceError, lambda: t.record(prices, price(sku="Z9"), valid_from=FEB)),
+    ]
+    for error, call in cases:
+        with pytest.raises(error):
+            call()
+    assert snapshot(conn, schema) == before
+
+    # The same refusals from SQL carry their SQLSTATEs.
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
+    with raises_sqlstate("BT006"):
+        conn.execute("UPDATE price SET amount = 1")
+    with raises_sqlstate("BT006"):
+        conn.execute("DELETE FROM price")
+    with raises_sqlstate("BT006"):
+        conn.execute("TRUNCATE price CASCADE")
+    with raises_sqlstate("BT401"):
+        conn.execute("SELECT bitemporal.table_record(NULL::bitemporal.fact_key)")
+    assert snapshot(conn, schema) == before
+
+
+def test_append_only_holds_for_the_owner_through_the_store(store: Store, schema: str) -> None:
+    store.tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
+    with pytest.raises(AppendOnlyError), store.transaction():
+        store.connection.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(schema, "product")))
+
+
+def test_writes_in_one_transaction_share_its_knowledge_time(
+    connect: Callable[..., psycopg.Connection[Any]], schema: str
+) -> None:
+    conn = connect(autocommit=False)
+    store = Store(conn)
+    t = store.tables
+    t.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
+    first = t.record(f"{schema}.price", price(amount=1))
+    second = t.record(f"{schema}.price", price(amount=2), valid_from=MAR)
+    conn.commit()
+    assert first.known_at == second.known_at
+    # The first version was superseded in the transaction that wrote it: never visible, not kept.
+    history = t.history(f"{schema}.price", {"sku": "A1", "currency": "EUR"})
+    conn.rollback()  # end the reading transaction: the fixture drops the tables
+    assert [(v.row["amount"], v.valid_period.start, v.valid_period.end) for v in history] == [
+        (Decimal("1.00"), None, MAR), (Decimal("2.00"), MAR, None)]
+
+
+def test_concurrent_writers_of_one_key_are_serialised(
+    connect: Callable[..., psycopg.Connection[Any]], schema: str
+) -> None:
+    Store(connect()).tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
+    stores = [Store(connect()) for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def write(i: int, store: Store) -> None:
+        try:
+            for j in range(10):
+                month = 1 + (i + j) % 5
+                store.tables.record(f"{schema}.price", price(amount=i * 100 + j),
+                                    valid_from=datetime(2026, month, 1, tzinfo=UTC))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i, s)) for i, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    conn = connect()
+    # No two open versions overlap, and knowledge times of the key's writes only moved forward.
+    assert conn.execute(sql.SQL(
+        "SELECT count(*) FROM {0} a JOIN {0} b ON a.version_id < b.version_id"
+        " AND a.valid_period && b.valid_period AND a.known_period && b.known_period").format(
+        sql.Identifier(schema, "price"))).fetchone() == (0,)
+    starts = [r[0] for r in conn.execute(sql.SQL(
+        "SELECT DISTINCT lower(known_period) FROM {} ORDER BY 1").format(sql.Identifier(schema, "price")))]
+    assert len(starts) == 40  # every write created something, each at its own knowledge time
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE upper_inf(known_period)").format(
+        sql.Identifier(schema, "price"))).fetchone()[0] >= 1  # type: ignore[index]
+
+
+def test_temporal_reference_boundaries(store: Store, schema: str) -> None:
+    t, product, prices = store.tables, f"{schema}.product", f"{schema}.price"
+    t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=FEB, valid_to=APR)
+    # Exactly the parent's period, and inside it: fine.
+    t.record(prices, price(), valid_from=FEB, valid_to=APR)
+    t.record(prices, price(currency="USD"), valid_from=MAR, valid_to=APR)
+    # One microsecond outside on either side: refused.
+    with pytest.raises(TemporalReferenceError, match="price_sku_fkey"):
+        t.record(prices, price(currency="GBP"), valid_from=FEB - US, valid_to=APR)
+    with pytest.raises(TemporalReferenceError):
+        t.record(prices, price(currency="GBP"), valid_from=FEB, valid_to=APR + US)
+    with pytest.raises(TemporalReferenceError):
+        t.record(prices, price(currency="GBP"), valid_from=FEB)
+    # The parent cannot shrink under a child, by a microsecond at either end...
+    with pytest.raises(TemporalReferenceError):
+        t.retract(product, {"sku": "A1"}, valid_from=APR - US)
+    with pytest.raises(TemporalReferenceError):
+        t.retract(product, {"sku": "A1"}, valid_from=FEB, valid_to=FEB + US)
+    # ...nor open a gap inside it; a new value for part of it keeps it covered.
+    with pytest.raises(TemporalReferenceError):
+        t.retract(product, {"sku": "A1"}, valid_from=MAR, valid_to=MAR + timedelta(days=1))
+    t.record(product, {"sku": "A1", "name": "Anvil Mk II"}, valid_from=MAR)
+    # The parent extends; then the child may too. Parent outside the child: free to change.
+    t.record(prices, price(currency="GBP"), valid_from=FEB, valid_to=MAY)
+    t.retract(product, {"sku": "A1"}, valid_from=MAY)
+    # Shrink the child first, then the parent.
+    t.retract(prices, {"sku": "A1", "currency": "GBP"}, valid_from=APR)
+    t.retract(product, {"sku": "A1"}, valid_from=APR)
+    assert [v.row["name"] for v in t.as_of(product, {"sku": "A1"}, valid_at=MAR)] == ["Anvil Mk II"]
+
+
+def test_concurrent_parent_retract_and_child_write_cannot_both_win(
+    connect: Callable[..., psycopg.Connection[Any]], schema: str
+) -> None:
+    Store(connect()).tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
+    parent_conn, child_conn = connect(autocommit=False), connect(autocommit=False)
+    Store(parent_conn).tables.retract(f"{schema}.product", {"sku": "A1"})  # holds the key's lock
+    results: list[str] = []
+
+    def child() -> None:
+        try:
+            Store(child_conn).tables.record(f"{schema}.price", price())
+            child_conn.commit()
+            results.append("child committed")
+        except TemporalReferenceError:
+            child_conn.rollback()
+            results.append("child refused")
+
+    thread = threading.Thread(target=child)
+    thread.start()
+    thread.join(0.5)
+    assert thread.is_alive(), "the child's check must wait for the parent's writer"
+    parent_conn.commit()
+    thread.join()
+    assert results == ["child refused"]
+
+
+def test_as_of_with_a_key_uses_the_gist_index(connect: Callable[..., psycopg.Connection[Any]], schema: str) -> None:
+    conn = connect()
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
+    conn.execute("SET enable_seqscan = off")  # a tiny table: ask which index the planner can use
+    plan = "\n".join(r[0] for r in conn.execute(
+        "EXPLAIN SELECT * FROM price_as_of(%s, %s) WHERE sku = 'A1' AND currency = 'EUR'", (MAR, MAR)))
+    assert "price_no_overlap" in plan, plan
+    assert "Seq Scan" not in plan
+
+
+def test_a_writer_role_needs_only_execute(connect: Callable[..., psycopg.Connection[Any]], schema: str) -> None:
+    role = f"app_writer_{uuid.uuid4().hex[:8]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
+    try:
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), sql.Identifier(role)))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA bitemporal TO {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record")))
+        conn.execute("RESET ROLE")
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {}(text, text, timestamptz, timestamptz, timestamptz) TO {}").format(
+            sql.Identifier(schema, "product_record"), sql.Identifier(role)))
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record")))
+        # The function writes as the table's owner; the role itself may not touch the table.
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(sql.SQL("INSERT INTO {} (sku, name, valid_period, known_period) VALUES "
+                                 "('B2', 'x', '[,)', tstzrange(now(), NULL))").format(sql.Identifier(schema, "product")))
+    finally:
+        conn.execute("RESET ROLE")
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
