@@ -1,0 +1,113 @@
+"""Property tests: an application table against the fact store's reference model.
+
+The table ``claim(item, source, value jsonb)``, keyed by ``(item, source)``,
+holds what the fact store holds for one entity/attribute: a source's value over
+a valid period. The same random writes as tests/integration/test_properties.py
+(valid bounds from a small grid, values from a small set, one to three sources)
+go through the table's generated functions and to
+:class:`tests.reference_model.FactModel`; then the versions eligible at many
+``(valid_at, known_at)`` questions, most of them on an edge, and the whole
+history must be the model's.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from psycopg import sql
+
+from bitemporal import Store, TableVersion, UnknownKeyError
+from tests.integration.test_properties import (
+    KNOWN_BASE,
+    SOURCES,
+    US,
+    VALID_QUESTIONS,
+    Op,
+    knowledge_times,
+    scenarios,
+)
+from tests.reference_model import FactModel, Period
+from tests.reference_model import Version as ModelVersion
+
+
+@pytest.fixture(scope="module")
+def claim_table(database_url: str) -> Iterator[str]:
+    name = f"claim_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {} (item text, source text, value jsonb NOT NULL)").format(
+            sql.Identifier(name)))
+        conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['item', 'source'])", (name,))
+        yield name
+        conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (name,))
+
+
+def fingerprint(v: TableVersion) -> tuple[Any, ...]:
+    return ModelVersion(
+        v.row["source"], v.row["value"],
+        Period(v.valid_period.start, v.valid_period.end),
+        Period(v.known_period.start, v.known_period.end),
+    ).fingerprint()
+
+
+def apply(store: Store, table: str, model: FactModel, item: str, op: Op, known_at: datetime) -> None:
+    key = {"item": item, "source": op.source}
+    if op.kind == "record":
+        recorded = store.tables.record(
+            table, {**key, "value": op.value}, valid_from=op.valid.start, valid_to=op.valid.end,
+            known_at=known_at)
+        created = model.record(op.source, op.value, op.valid, known_at)
+        assert recorded.created == created, op
+        assert recorded.known_at == (known_at if created else None), op
+        event(f"record {'created' if created else 'no-op'}")
+        return
+    try:
+        ended = store.tables.retract(table, key, valid_from=op.valid.start, valid_to=op.valid.end,
+                                     known_at=known_at)
+    except UnknownKeyError:
+        # The table's key includes the source: one never recorded is unknown, and the
+        # model has nothing of that source to retract either.
+        assert model.retract(op.source, op.valid, known_at) == 0
+        event("retract of a key never recorded")
+        return
+    assert len(ended) == model.retract(op.source, op.valid, known_at), op
+
+
+@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_application_table_agrees_with_the_model(
+    claim_table: str, connect: Callable[..., psycopg.Connection[Any]], data: st.DataObject
+) -> None:
+    store = Store(connect())
+    item = uuid.uuid4().hex
+    model = FactModel()
+    writes = data.draw(scenarios(), label="writes")
+    times = data.draw(knowledge_times(len(writes)), label="knowledge times")
+    for op, t in zip(writes, times, strict=True):
+        apply(store, claim_table, model, item, op, t)
+
+    known_questions = sorted({KNOWN_BASE - timedelta(days=1), *times, *(t - US for t in times)})
+    for valid_at in (*VALID_QUESTIONS, *times):
+        for known_at in known_questions:
+            got = Counter(
+                fingerprint(v)
+                for source in SOURCES
+                for v in store.tables.as_of(claim_table, {"item": item, "source": source},
+                                            valid_at=valid_at, known_at=known_at)
+            )
+            want = Counter(v.fingerprint() for v in model.as_of(valid_at, known_at))
+            assert got == want, f"{writes} at {times}: valid_at={valid_at}, known_at={known_at}"
+
+    history = Counter(
+        fingerprint(v)
+        for source in {op.source for op in writes if op.kind == "record"}
+        for v in store.tables.history(claim_table, {"item": item, "source": source})
+    )
+    assert history == Counter(v.fingerprint() for v in model.history())
