@@ -1,0 +1,1 @@
+"""An example application: products and prices, bitemporal, migrated with Alembic."""

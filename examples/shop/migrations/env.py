@@ -1,0 +1,25 @@
+"""The shop's Alembic environment: bitemporal's own migrations first, then the shop's."""
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+import bitemporal
+
+config = context.config
+
+if context.is_offline_mode():
+    # Offline scripts assume a database already at bitemporal's head
+    # (`bitemporal db upgrade`, or `bitemporal db sql` for its own script).
+    context.configure(url=config.get_main_option("sqlalchemy.url"), literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        # The operations of bitemporal.alembic call functions of the bitemporal
+        # schema: bring it to head first, in the same transaction.
+        bitemporal.migrate(connection)
+        context.configure(connection=connection)
+        with context.begin_transaction():
+            context.run_migrations()
+        connection.commit()
