@@ -38,6 +38,8 @@ from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import ARRAY, Column, DateTime, Text, bindparam, text
 from sqlalchemy.sql.elements import TextClause
 
+from . import tables as _tables  # noqa: F401 - teaches reflection the xid8 type of recorded_in
+
 __all__ = [
     "ConvertFromBitemporalOp",
     "ConvertToBitemporalOp",
@@ -45,6 +47,7 @@ __all__ = [
     "CreateTemporalReferenceOp",
     "DropBitemporalTableOp",
     "DropTemporalReferenceOp",
+    "include_object",
 ]
 
 # Statements name a relation by :<prefix>_schema (None: the current schema)
@@ -247,3 +250,39 @@ def _drop_temporal_reference(operations: Operations, operation: DropTemporalRefe
         *_relation_params("c", operation.source_table, operation.source_schema),
         bindparam("name", operation.constraint_name, type_=Text),
     ))
+
+
+# What enable_table and add_reference add to a table, which a model mapped with
+# bitemporal.orm.Bitemporal does not declare.
+_MANAGED_INDEX_SUFFIXES = ("_current_idx", "_known_from_idx", "_known_to_idx")
+
+
+def _is_bitemporal(table: Any) -> bool:
+    columns = getattr(table, "c", None)
+    return columns is not None and "valid_period" in columns and "known_period" in columns
+
+
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+    """An ``include_object`` hook for ``context.configure`` in an application's ``env.py``:
+    autogenerate (and ``alembic check``) then ignores what bitemporal manages for tables
+    mapped with :class:`bitemporal.orm.Bitemporal` (their ``<table>_key`` tables, the
+    ``recorded_in`` column, the indexes of current versions and knowledge bounds, the
+    key table's foreign key and the temporal references' indexes), instead of proposing
+    to drop it."""
+    if not reflected or compare_to is not None or name is None:
+        return True
+    if type_ == "table":
+        # A key table has the shape enable_table gives it.
+        return not (name.endswith("_key") and {"first_known_at", "last_known_at", "last_txid"} <= set(obj.c.keys()))
+    table = getattr(obj, "table", None)
+    if table is None or not _is_bitemporal(table):
+        return True
+    if type_ == "column":
+        return name != "recorded_in"
+    if type_ == "index":
+        managed = name.startswith(table.name) and name.endswith(_MANAGED_INDEX_SUFFIXES)
+        return not (managed or (name.endswith("_idx") and "upper_inf(known_period)" in str(
+            obj.dialect_options["postgresql"].get("where", ""))))
+    if type_ == "foreign_key_constraint":
+        return name != f"{table.name}_key_fkey"
+    return True

@@ -54,10 +54,11 @@ class Bitemporal:
     __bitemporal_key__: ClassVar[tuple[str, ...]]
 
     version_id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
-    #: When the row applies in the world, half-open; an unbounded upper end: not known to end.
-    valid_period: Mapped[Range[datetime]] = mapped_column(TSTZRANGE)
-    #: When the table held this version; an unbounded upper end: still held.
-    known_period: Mapped[Range[datetime]] = mapped_column(TSTZRANGE)
+    # The comments are those enable_table gives the columns, so autogenerate agrees.
+    valid_period: Mapped[Range[datetime]] = mapped_column(
+        TSTZRANGE, comment="When the row applies in the world: [start, end), unbounded end = end not known.")
+    known_period: Mapped[Range[datetime]] = mapped_column(
+        TSTZRANGE, comment="When the table held this version: [recorded, superseded), unbounded end = still held.")
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: Mapped[int | None] = mapped_column(BigInteger)
 

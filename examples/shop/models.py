@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from sqlalchemy import Numeric, Text
+from sqlalchemy import MetaData, Numeric, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from bitemporal.orm import Bitemporal
 
 
 class Base(DeclarativeBase):
-    pass
+    metadata = MetaData(schema="shop")
 
 
 class Product(Base, Bitemporal):
     __tablename__ = "product"
-    __table_args__ = {"schema": "shop"}
     __bitemporal_key__ = ("sku",)
 
     sku: Mapped[str] = mapped_column(Text)
@@ -25,7 +24,6 @@ class Product(Base, Bitemporal):
 
 class Price(Base, Bitemporal):
     __tablename__ = "price"
-    __table_args__ = {"schema": "shop"}
     __bitemporal_key__ = ("sku", "currency")
 
     sku: Mapped[str] = mapped_column(Text)
@@ -37,7 +35,6 @@ class Supplier(Base, Bitemporal):
     """A table that existed before and was converted (migration shop0002)."""
 
     __tablename__ = "supplier"
-    __table_args__ = {"schema": "shop"}
     __bitemporal_key__ = ("id",)
 
     id: Mapped[int] = mapped_column()

@@ -24,12 +24,12 @@ config = context.config
 def run_migrations_online():
     engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
     with engine.connect() as connection:
+        # The README's recipe: bitemporal's migrations first, on the application's connection.
+        if config.attributes.get("with_bitemporal"):
+            bitemporal.migrate(connection)
         context.configure(connection=connection)
         with context.begin_transaction():
             context.run_migrations()
-        # The README's recipe: bitemporal's migrations, on the application's connection.
-        if config.attributes.get("with_bitemporal"):
-            bitemporal.migrate(connection)
         connection.commit()
 
 

@@ -147,3 +147,28 @@ def test_sqlalchemy_helpers(empty_database_url: str) -> None:
         plan = "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + sql.SQL(str(compiled)), compiled.params))
     assert "price_no_overlap" in plan, plan
     engine.dispose()
+
+
+def test_autogenerate_sees_no_difference_with_the_models(empty_database_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from bitemporal.alembic import include_object
+    from examples.shop.models import Base
+
+    command.upgrade(config(empty_database_url), "head")
+    engine = create_engine(sqlalchemy_url(empty_database_url))
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={
+            "include_schemas": True,
+            "include_name": lambda name, type_, parents: type_ != "schema" or name == "shop",
+            "include_object": include_object,
+        })
+        assert compare_metadata(context, Base.metadata) == []
+        # Without the hook, autogenerate would propose dropping what bitemporal manages.
+        context = MigrationContext.configure(conn, opts={
+            "include_schemas": True,
+            "include_name": lambda name, type_, parents: type_ != "schema" or name == "shop",
+        })
+        assert compare_metadata(context, Base.metadata) != []
+    engine.dispose()
