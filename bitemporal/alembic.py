@@ -47,6 +47,7 @@ __all__ = [
     "CreateTemporalReferenceOp",
     "DropBitemporalTableOp",
     "DropTemporalReferenceOp",
+    "RefreshBitemporalTableOp",
     "include_object",
 ]
 
@@ -150,6 +151,25 @@ class ConvertFromBitemporalOp(MigrateOperation):
         operations.invoke(cls(table_name, schema=schema))
 
 
+@Operations.register_operation("refresh_bitemporal_table")
+class RefreshBitemporalTableOp(MigrateOperation):
+    """Regenerate a bitemporal table's functions after its value columns changed."""
+
+    def __init__(self, table_name: str, schema: str | None = None) -> None:
+        self.table_name = table_name
+        self.schema = schema
+
+    @classmethod
+    def refresh_bitemporal_table(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
+        """``bitemporal.refresh_table``, after ``op.add_column`` / ``op.drop_column`` on a
+        bitemporal table: the generated functions take the new set of value columns
+        (grants on them must be given again)."""
+        operations.invoke(cls(table_name, schema=schema))
+
+    def reverse(self) -> RefreshBitemporalTableOp:
+        return self
+
+
 @Operations.register_operation("create_temporal_reference")
 class CreateTemporalReferenceOp(MigrateOperation):
     """A child table's columns refer to a parent table's key over every valid time."""
@@ -229,6 +249,12 @@ def _drop_bitemporal_table(operations: Operations, operation: DropBitemporalTabl
 @Operations.implementation_for(ConvertFromBitemporalOp)
 def _convert_from_bitemporal(operations: Operations, operation: ConvertFromBitemporalOp) -> None:
     operations.execute(_call("SELECT bitemporal.disable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
+                             *_relation_params("t", operation.table_name, operation.schema)))
+
+
+@Operations.implementation_for(RefreshBitemporalTableOp)
+def _refresh_bitemporal_table(operations: Operations, operation: RefreshBitemporalTableOp) -> None:
+    operations.execute(_call("SELECT bitemporal.refresh_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
                              *_relation_params("t", operation.table_name, operation.schema)))
 
 

@@ -502,6 +502,8 @@ DECLARE
     ncols    int := cardinality(d.key_columns) + cardinality(d.value_columns);
     key_args text;
     all_args text;
+    key_types text;
+    all_types text;
     full_row text;
     key_row  text;
     times    text := 'valid_from timestamptz DEFAULT NULL, valid_to timestamptz DEFAULT NULL, known_at timestamptz DEFAULT NULL';
@@ -511,8 +513,10 @@ BEGIN
     -- the columns are.
     SELECT pg_catalog.string_agg(pg_catalog.format('%I %s', c, pg_catalog.format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY i)
              FILTER (WHERE i <= nkeys),
-           pg_catalog.string_agg(pg_catalog.format('%I %s', c, pg_catalog.format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY i)
-      INTO key_args, all_args
+           pg_catalog.string_agg(pg_catalog.format('%I %s', c, pg_catalog.format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY i),
+           pg_catalog.string_agg(pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY i) FILTER (WHERE i <= nkeys),
+           pg_catalog.string_agg(pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY i)
+      INTO key_args, all_args, key_types, all_types
       FROM pg_catalog.unnest(columns) WITH ORDINALITY AS u (c, i)
       JOIN pg_catalog.pg_attribute a ON a.attrelid = relation AND a.attname = u.c;
     -- Row images of the table's type: parameter $i for the i-th column, NULL
@@ -530,22 +534,14 @@ BEGIN
         'CREATE FUNCTION %1$I.%2$I(%3$s, %4$s) RETURNS bitemporal.recorded LANGUAGE sql '
         'RETURN bitemporal.table_record(%5$s, $%6$s, $%7$s, $%8$s)',
         d.table_schema, d.table_name || '_record', all_args, times, full_row, ncols + 1, ncols + 2, ncols + 3);
-    fns := fns || pg_catalog.format('%I.%I(%s)', d.table_schema, d.table_name || '_record',
-                                    pg_catalog.array_to_string(ARRAY(
-                                        SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
-                                          FROM pg_catalog.unnest(columns) WITH ORDINALITY AS u (c, i)
-                                          JOIN pg_catalog.pg_attribute a ON a.attrelid = relation AND a.attname = u.c
-                                         ORDER BY i), ', ') || ', timestamptz, timestamptz, timestamptz');
+    fns := fns || pg_catalog.format('%I.%I(%s, timestamptz, timestamptz, timestamptz)',
+                                    d.table_schema, d.table_name || '_record', all_types);
     EXECUTE pg_catalog.format(
         'CREATE FUNCTION %1$I.%2$I(%3$s, %4$s) RETURNS bigint[] LANGUAGE sql '
         'RETURN bitemporal.table_retract(%5$s, $%6$s, $%7$s, $%8$s)',
         d.table_schema, d.table_name || '_retract', key_args, times, key_row, nkeys + 1, nkeys + 2, nkeys + 3);
-    fns := fns || pg_catalog.format('%I.%I(%s)', d.table_schema, d.table_name || '_retract',
-                                    pg_catalog.array_to_string(ARRAY(
-                                        SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
-                                          FROM pg_catalog.unnest(d.key_columns) WITH ORDINALITY AS u (c, i)
-                                          JOIN pg_catalog.pg_attribute a ON a.attrelid = relation AND a.attname = u.c
-                                         ORDER BY i), ', ') || ', timestamptz, timestamptz, timestamptz');
+    fns := fns || pg_catalog.format('%I.%I(%s, timestamptz, timestamptz, timestamptz)',
+                                    d.table_schema, d.table_name || '_retract', key_types);
     -- One SQL statement: the planner inlines it into the caller's query, where
     -- a condition on the key reaches the table's indexes.
     EXECUTE pg_catalog.format(
@@ -561,12 +557,7 @@ BEGIN
         d.table_schema, d.table_name || '_history', key_args, tab, key_row,
         bitemporal.column_list(d.key_columns, 'v.'),
         (SELECT pg_catalog.string_agg('$' || i, ', ' ORDER BY i) FROM pg_catalog.generate_series(1, nkeys) i));
-    fns := fns || pg_catalog.format('%I.%I(%s)', d.table_schema, d.table_name || '_history',
-                                    pg_catalog.array_to_string(ARRAY(
-                                        SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
-                                          FROM pg_catalog.unnest(d.key_columns) WITH ORDINALITY AS u (c, i)
-                                          JOIN pg_catalog.pg_attribute a ON a.attrelid = relation AND a.attname = u.c
-                                         ORDER BY i), ', '));
+    fns := fns || pg_catalog.format('%I.%I(%s)', d.table_schema, d.table_name || '_history', key_types);
     EXECUTE pg_catalog.format(
         'CREATE FUNCTION %1$I.%2$I(known_from timestamptz DEFAULT NULL, known_to timestamptz DEFAULT NULL) '
         'RETURNS TABLE (change bitemporal.change_kind, changed_at timestamptz, version_id bigint, by_version_ids bigint[]) '
@@ -770,6 +761,31 @@ END;
 $$;
 COMMENT ON FUNCTION bitemporal.enable_table(regclass, text[], timestamptz) IS
     'Makes an ordinary table bitemporal, keyed by key_columns; every other column is a value column. Rows already there become versions valid from valid_from (NULL: unbounded) and known from the transaction time. Adds the period columns, constraints, indexes, append-only triggers and the <table>_key table, and generates the table''s functions (returned). Raises BT402, saying why, for a table that cannot hold versions.';
+
+CREATE FUNCTION bitemporal.refresh_table(relation regclass)
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    d bitemporal.app_table := bitemporal.table_definition(relation);
+BEGIN
+    -- After ALTER TABLE added or dropped a value column: the functions'
+    -- signatures and row images follow the table's columns.
+    PERFORM bitemporal.drop_table_functions(d);
+    UPDATE bitemporal.app_table a
+       SET value_columns = coalesce((
+               SELECT pg_catalog.array_agg(att.attname::text ORDER BY att.attnum)
+                 FROM pg_catalog.pg_attribute att
+                WHERE att.attrelid = relation AND att.attnum > 0 AND NOT att.attisdropped AND att.attgenerated = ''
+                  AND NOT att.attname = ANY (d.key_columns)
+                  AND att.attname NOT IN ('version_id', 'valid_period', 'known_period', 'carried_from', 'recorded_in')),
+               '{}')
+     WHERE a.table_schema = d.table_schema AND a.table_name = d.table_name;
+    RETURN bitemporal.create_table_functions(relation);
+END;
+$$;
+COMMENT ON FUNCTION bitemporal.refresh_table(regclass) IS
+    'Regenerates an application table''s functions after value columns were added or dropped (grants on the old functions must be given again). Returns their signatures.';
 
 -- Temporal references: a child table's columns name a key of a parent table,
 -- and at every valid time of each current child version the parent must hold

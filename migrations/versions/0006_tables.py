@@ -41,6 +41,7 @@ def downgrade() -> None:
         END;
         $$;
         DROP FUNCTION bitemporal.disable_table(regclass);
+        DROP FUNCTION bitemporal.refresh_table(regclass);
         DROP FUNCTION bitemporal.drop_table(regclass);
         DROP FUNCTION bitemporal.drop_table_functions(bitemporal.app_table);
         DROP FUNCTION bitemporal.drop_reference(regclass, text);

@@ -363,3 +363,19 @@ def test_a_writer_role_needs_only_execute(connect: Callable[..., psycopg.Connect
         conn.execute("RESET ROLE")
         conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_a_value_column_added_later_reaches_the_functions(
+    store: Store, schema: str, connect: Callable[..., psycopg.Connection[Any]]
+) -> None:
+    t, product = store.tables, f"{schema}.product"
+    t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=JAN)
+    conn = connect()
+    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN weight_kg numeric").format(sql.Identifier(schema, "product")))
+    conn.execute("SELECT bitemporal.refresh_table(%s::regclass)", (product,))
+    fresh = Store(connect()).tables  # definitions are cached per store
+    fresh.record(product, {"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}, valid_from=MAR)
+    rows = fresh.as_of(product, {"sku": "A1"}, valid_at=MAR)
+    assert [v.row for v in rows] == [{"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}]
+    # The version recorded before the column existed reads NULL for it.
+    assert [v.row["weight_kg"] for v in fresh.as_of(product, {"sku": "A1"}, valid_at=FEB)] == [None]
