@@ -10,6 +10,7 @@ migrate a database without a checkout. Our version table is
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +42,20 @@ def resource_dir(name: str) -> Path:
 def sql_text(filename: str) -> str:
     """The text of one versioned SQL file from ``sql/`` (for migrations)."""
     return (resource_dir("sql") / filename).read_text(encoding="utf-8")
+
+
+def previous_definition(filename: str, function: str) -> str:
+    """``CREATE OR REPLACE`` of a function (and its ``COMMENT``) as an earlier, frozen SQL
+    file defines it: what a migration that redefined the function restores on downgrade."""
+    text_ = sql_text(filename)
+    found = re.search(
+        rf"^CREATE FUNCTION {re.escape(function)}\(.*?^COMMENT ON FUNCTION {re.escape(function)}\(.*?';$",
+        text_,
+        re.MULTILINE | re.DOTALL,
+    )
+    if found is None:
+        raise LookupError(f"{filename} does not define {function}")
+    return found[0].replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 Target = str | Engine | Connection | None

@@ -107,52 +107,6 @@ $$;
 COMMENT ON FUNCTION bitemporal.key_text(bitemporal.app_table, anyelement) IS
     'A key as text for messages: column=value, ...';
 
-CREATE FUNCTION bitemporal.check_knowledge_time(known_at timestamptz)
-RETURNS void
-LANGUAGE plpgsql STABLE
-AS $$
-BEGIN
-    IF known_at > pg_catalog.clock_timestamp() THEN
-        RAISE EXCEPTION 'knowledge time % is later than the present (%)', known_at, pg_catalog.clock_timestamp()
-            USING ERRCODE = 'BT003',
-                  HINT = 'The store cannot have learned something in the future; omit known_at to use the transaction time.';
-    END IF;
-    IF known_at IN ('infinity', '-infinity') THEN
-        RAISE EXCEPTION 'knowledge time must be finite, not %', known_at
-            USING ERRCODE = 'BT001';
-    END IF;
-    PERFORM bitemporal.check_instant('knowledge time', known_at);
-END;
-$$;
-COMMENT ON FUNCTION bitemporal.check_knowledge_time(timestamptz) IS
-    'Raises BT003 for a knowledge time later than the present, BT001 for an infinite or unsupported one (NULL passes: the transaction time).';
-
-CREATE FUNCTION bitemporal.knowledge_time(
-    requested timestamptz, last_known_at timestamptz, last_txid xid8, key text)
-RETURNS timestamptz
-LANGUAGE plpgsql STABLE
-AS $$
-BEGIN
-    IF requested IS NULL THEN
-        -- The transaction time, unless another transaction that locked the key
-        -- before us recorded a later one: then just after it, so that knowledge
-        -- of the key only moves forward in the serial order.
-        RETURN greatest(pg_catalog.transaction_timestamp(),
-                        CASE WHEN last_txid = pg_catalog.pg_current_xact_id() THEN last_known_at
-                             ELSE last_known_at + interval '1 microsecond' END);
-    END IF;
-    IF requested < last_known_at OR (requested = last_known_at AND last_txid <> pg_catalog.pg_current_xact_id()) THEN
-        RAISE EXCEPTION 'knowledge time % is not later than knowledge already recorded for % at %',
-                requested, key, last_known_at
-            USING ERRCODE = 'BT002',
-                  HINT = 'History is never rewritten: a correction is recorded now, not in the past. Omit known_at to use the transaction time.';
-    END IF;
-    RETURN requested;
-END;
-$$;
-COMMENT ON FUNCTION bitemporal.knowledge_time(timestamptz, timestamptz, xid8, text) IS
-    'The knowledge time a write to a locked key uses: the requested one if not earlier than what the key recorded (BT002 otherwise), else the transaction time moved just past knowledge another transaction recorded first. The rule of bitemporal.lock_key.';
-
 CREATE FUNCTION bitemporal.lock_table_key(
     d bitemporal.app_table, image anyelement, known_at timestamptz, create_missing boolean)
 RETURNS timestamptz

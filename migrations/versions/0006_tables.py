@@ -1,5 +1,9 @@
 """Application tables: an application's own tables made bitemporal, with temporal references.
 
+The knowledge-time rule of bitemporal.lock_key moves into functions of its own
+(facts_write.v2.sql), shared by the fact store and application tables; the
+downgrade restores version 1 of lock_key from facts_write.v1.sql.
+
 Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-30
@@ -7,7 +11,7 @@ Create Date: 2026-11-30
 
 from alembic import op
 
-from bitemporal.migrations import sql_text
+from bitemporal.migrations import previous_definition, sql_text
 
 revision = "0006"
 down_revision = "0005"
@@ -16,7 +20,7 @@ depends_on = None
 
 # Frozen: a later change to any of these objects is a new versioned file
 # loaded by a new migration, never an edit of this file.
-FILES = ("tables.v1.sql",)
+FILES = ("facts_write.v2.sql", "tables.v1.sql")
 
 
 def upgrade() -> None:
@@ -61,13 +65,18 @@ def downgrade() -> None:
         DROP FUNCTION bitemporal.table_cut(bitemporal.app_table, anyelement, tstzrange, timestamptz);
         DROP FUNCTION bitemporal.advance_table_key(bitemporal.app_table, anyelement, timestamptz);
         DROP FUNCTION bitemporal.lock_table_key(bitemporal.app_table, anyelement, timestamptz, boolean);
-        DROP FUNCTION bitemporal.knowledge_time(timestamptz, timestamptz, xid8, text);
-        DROP FUNCTION bitemporal.check_knowledge_time(timestamptz);
         DROP FUNCTION bitemporal.key_text(bitemporal.app_table, anyelement);
         DROP FUNCTION bitemporal.key_match(bitemporal.app_table, text, text);
         DROP FUNCTION bitemporal.column_list(text[], text);
         DROP FUNCTION bitemporal.row_relation(regtype);
         DROP FUNCTION bitemporal.table_definition(regclass);
         DROP TABLE bitemporal.app_table;
+        """
+    )
+    op.execute(previous_definition("facts_write.v1.sql", "bitemporal.lock_key"))
+    op.execute(
+        """
+        DROP FUNCTION bitemporal.knowledge_time(timestamptz, timestamptz, xid8, text);
+        DROP FUNCTION bitemporal.check_knowledge_time(timestamptz);
         """
     )
