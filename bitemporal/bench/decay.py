@@ -472,7 +472,7 @@ def step_rows(results: Sequence[dict[str, float]]) -> list[list[str]]:
             f"{r['postgres_step_s'] * 1e3:.2f} ms",
             f"{r['postgres_step_s'] / base:.2f}x",
             f"{r['in_memory_step_s'] * 1e3:.1f} ms",
-            f"{r['in_memory_step_s'] / r['postgres_step_s']:.0f}x",
+            f"{r['in_memory_step_s'] / r['postgres_step_s']:.1f}x",
             f"{r['postgres_fill_s']:.1f} s / {r['in_memory_fill_s']:.1f} s",
         ]
         for r in results
