@@ -10,18 +10,37 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
-# What is drawn, and how: ours solid, the baselines and the other designs dashed.
+# What is drawn, and how: ours solid, the baselines and the other designs dashed; one
+# colour per line whichever lines a run has.
 LINES = (
-    ("as_of, current knowledge (server)", "as_of, current knowledge", "-", "o"),
-    ("as_of, past knowledge (server)", "as_of, past knowledge", "-", "s"),
-    ("resolve (server)", "resolve", "-", "^"),
-    ("primary key (server)", "primary key, plain table (baseline)", "--", "o"),
-    ("latest row per key (server)", "latest row per key (naive)", ":", "x"),
-    ("single-axis history (server)", "single-axis history (naive)", ":", "+"),
-    ("periods, current knowledge (server)", "periods extension, current knowledge", "-.", "D"),
-    ("periods, past knowledge (server)", "periods extension, past knowledge", "-.", "d"),
-    ("resolve (Python, end to end)", "resolve, Python end to end", "-", "v"),
-    ("primary key (Python, end to end)", "primary key, Python end to end (baseline)", "--", "v"),
+    ("as_of, current knowledge (server)", "as_of, current knowledge", "-", "o", "tab:blue"),
+    ("as_of, past knowledge (server)", "as_of, past knowledge", "-", "s", "tab:cyan"),
+    ("resolve (server)", "resolve", "-", "^", "tab:green"),
+    ("primary key (server)", "primary key, plain table (baseline)", "--", "o", "black"),
+    ("latest row per key (server)", "latest row per key (naive)", ":", "x", "tab:gray"),
+    ("single-axis history (server)", "single-axis history (naive)", ":", "+", "tab:brown"),
+    (
+        "periods, current knowledge (server)",
+        "periods extension, current knowledge",
+        "-.",
+        "D",
+        "tab:red",
+    ),
+    (
+        "periods, past knowledge (server)",
+        "periods extension, past knowledge",
+        "-.",
+        "d",
+        "tab:pink",
+    ),
+    ("resolve (Python, end to end)", "resolve, Python end to end", "-", "v", "tab:olive"),
+    (
+        "primary key (Python, end to end)",
+        "primary key, Python end to end (baseline)",
+        "--",
+        "v",
+        "tab:purple",
+    ),
 )
 
 
@@ -39,7 +58,7 @@ def draw_lookups(result: dict[str, Any], path: str | Path) -> None:
 
     sizes = result["sizes"]
     figure, axes = plt.subplots(figsize=(9, 5.5))
-    for operation, label, style, marker in LINES:
+    for operation, label, style, marker, color in LINES:
         points = [
             (s["versions"], s["summary"][operation]["median_ms"])
             for s in sizes
@@ -47,7 +66,7 @@ def draw_lookups(result: dict[str, Any], path: str | Path) -> None:
         ]
         if points:
             xs, ys = zip(*points, strict=True)
-            axes.plot(xs, ys, linestyle=style, marker=marker, label=label)
+            axes.plot(xs, ys, linestyle=style, marker=marker, color=color, label=label)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("versions in the store")
