@@ -154,7 +154,9 @@ class Plan:
         return [(p, Scenario(s)) for p in (DECAY, WINDOW) for s in range(self.headline_seeds)]
 
     def noise(self, level: int) -> list[Run]:
-        return [(p, Scenario(s, noise=level)) for p in (DECAY, WINDOW) for s in range(self.sweep_seeds)]
+        return [
+            (p, Scenario(s, noise=level)) for p in (DECAY, WINDOW) for s in range(self.sweep_seeds)
+        ]
 
     def sensitivity(self, policy: Policy) -> list[Run]:
         return [(policy, Scenario(s)) for s in range(self.sweep_seeds)]
@@ -229,8 +231,13 @@ class Summary:
 
 
 SUMMARY_HEADER = [
-    "retention mean", "stdev", "min", "max", "core evicted/session",
-    "failed recalls/session", "footprint reduction",
+    "retention mean",
+    "stdev",
+    "min",
+    "max",
+    "core evicted/session",
+    "failed recalls/session",
+    "footprint reduction",
 ]
 
 
@@ -290,7 +297,10 @@ def render_tables(results: Results, trace: dict[Policy, Outcome], plan: Plan) ->
     )
 
     rows = []
-    fail = {policy: summary(results, [r for r in plan.failure() if r[0] == policy]) for policy in (DECAY, WINDOW)}
+    fail = {
+        policy: summary(results, [r for r in plan.failure() if r[0] == policy])
+        for policy in (DECAY, WINDOW)
+    }
     for policy in (DECAY, WINDOW):
         out = results[next(r for r in plan.failure() if r[0] == policy)]
         first = min(t for t in out.evicted_at if t is not None) if any(out.evicted_at) else None
@@ -316,7 +326,11 @@ def render_tables(results: Results, trace: dict[Policy, Outcome], plan: Plan) ->
             events: list[str] = []
             evicted = out.evicted_at[core]
             for turn, ok, stability in out.recalls[core]:
-                if evicted is not None and evicted < turn and not any("evicted" in e for e in events):
+                if (
+                    evicted is not None
+                    and evicted < turn
+                    and not any("evicted" in e for e in events)
+                ):
                     events.append(f"evicted by the step of turn {evicted}")
                 if ok:
                     s = "" if stability is None else f" S={stability:.1f}"
@@ -408,10 +422,11 @@ def _timed_steps(memory: AnyMemory, steps: int) -> list[float]:
     return timings
 
 
-def step_timings(url: str, sizes: Sequence[int], out: Callable[[str], None]) -> list[list[str]]:
-    """Median step time per working-set size, growing one namespace per engine."""
-    rows = []
-    base: float | None = None
+def measure_steps(
+    url: str, sizes: Sequence[int], out: Callable[[str], None]
+) -> list[dict[str, float]]:
+    """Median step time per working-set size (seconds), growing one namespace per engine."""
+    results = []
     present = 0
     with psycopg.connect(url, autocommit=True) as conn:
         memory = Store(conn).memory(f"steps-{uuid.uuid4().hex[:8]}", DECAY)
@@ -425,16 +440,43 @@ def step_timings(url: str, sizes: Sequence[int], out: Callable[[str], None]) -> 
             _grow(reference, present, n)
             fill_mem = time.perf_counter() - t0
             present = n
-            pg = statistics.median(_timed_steps(memory, MEASURED_STEPS))
-            mem = statistics.median(_timed_steps(reference, 3))
-            base = base or pg
-            rows.append([
-                f"{n:,}", f"{pg * 1e3:.2f} ms", f"{pg / base:.2f}x",
-                f"{mem * 1e3:.1f} ms", f"{mem / pg:.0f}x",
-                f"{fill_pg:.1f} s / {fill_mem:.1f} s",
-            ])
+            results.append(
+                {
+                    "present_items": n,
+                    "postgres_step_s": statistics.median(_timed_steps(memory, MEASURED_STEPS)),
+                    "in_memory_step_s": statistics.median(_timed_steps(reference, 3)),
+                    "postgres_fill_s": fill_pg,
+                    "in_memory_fill_s": fill_mem,
+                }
+            )
             out(f"  measured {n:,} present items")
-    return rows
+    return results
+
+
+STEP_HEADERS = [
+    "present items",
+    "PostgreSQL step",
+    "vs smallest",
+    "in-memory full scan",
+    "in-memory / PostgreSQL",
+    "grown by (PostgreSQL / in-memory)",
+]
+
+
+def step_rows(results: Sequence[dict[str, float]]) -> list[list[str]]:
+    """The step timings as table rows (see STEP_HEADERS)."""
+    base = results[0]["postgres_step_s"] if results else 1.0
+    return [
+        [
+            f"{r['present_items']:,}",
+            f"{r['postgres_step_s'] * 1e3:.2f} ms",
+            f"{r['postgres_step_s'] / base:.2f}x",
+            f"{r['in_memory_step_s'] * 1e3:.1f} ms",
+            f"{r['in_memory_step_s'] / r['postgres_step_s']:.1f}x",
+            f"{r['postgres_fill_s']:.1f} s / {r['in_memory_fill_s']:.1f} s",
+        ]
+        for r in results
+    ]
 
 
 def recall_rates(url: str, seconds: float) -> list[list[str]]:
@@ -482,22 +524,44 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bitemporal bench decay", description=__doc__.split("\n")[0] if __doc__ else None
     )
-    parser.add_argument("--url", help="database URL (default: $BITEMPORAL_DATABASE_URL, "
-                        "$DATABASE_URL, else the embedded PostgreSQL 18)")
-    parser.add_argument("--quick", action="store_true",
-                        help="5 headline seeds, 3 per sweep, step timings at 10k only")
-    parser.add_argument("--full", action="store_true",
-                        help="step timings at 10k, 100k and 1M present items (filling 1M "
-                        "takes tens of seconds, so the default stops at 100k)")
-    parser.add_argument("--sizes", help="comma-separated working-set sizes for the step timings "
-                        "(default 10000,100000; --full: 10000,100000,1000000)")
-    parser.add_argument("--tables-only", action="store_true",
-                        help="print only the reproducible tables (for diffing runs)")
-    parser.add_argument("--in-place", action="store_true",
-                        help="use the database itself instead of a scratch database "
-                        "(leaves the benchmark's namespaces behind)")
-    parser.add_argument("--connections", type=int, default=2,
-                        help="connections the PostgreSQL sessions are spread over (default 2)")
+    parser.add_argument(
+        "--url",
+        help="database URL (default: $BITEMPORAL_DATABASE_URL, "
+        "$DATABASE_URL, else the embedded PostgreSQL 18)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="5 headline seeds, 3 per sweep, step timings at 10k only",
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="step timings at 10k, 100k and 1M present items (filling 1M "
+        "takes tens of seconds, so the default stops at 100k)",
+    )
+    parser.add_argument(
+        "--sizes",
+        help="comma-separated working-set sizes for the step timings "
+        "(default 10000,100000; --full: 10000,100000,1000000)",
+    )
+    parser.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="print only the reproducible tables (for diffing runs)",
+    )
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="use the database itself instead of a scratch database "
+        "(leaves the benchmark's namespaces behind)",
+    )
+    parser.add_argument(
+        "--connections",
+        type=int,
+        default=2,
+        help="connections the PostgreSQL sessions are spread over (default 2)",
+    )
     return parser.parse_args(argv)
 
 
@@ -580,16 +644,12 @@ def _run(
         f"{pg_seconds:.1f} s over {args.connections} connections (synchronous_commit off)\n\n"
     )
     progress("step timings ...")
-    rows = step_timings(url, sizes, progress)
+    rows = step_rows(measure_steps(url, sizes, progress))
     write(
         f"step() with N present items, each step evicting {DUE_PER_STEP} due items "
         f"(median of {MEASURED_STEPS} PostgreSQL steps / 3 in-memory steps, end to end from Python)\n\n"
     )
-    write(format_table(
-        ["present items", "PostgreSQL step", "vs smallest", "in-memory full scan",
-         "in-memory / PostgreSQL", "grown by (PostgreSQL / in-memory)"],
-        rows,
-    ))
+    write(format_table(STEP_HEADERS, rows))
     if max(sizes) < 1_000_000:
         write("(1,000,000 present items: run with --full; filling them takes tens of seconds)\n")
     progress("recall rates ...")

@@ -1,22 +1,230 @@
-"""`bitemporal bench facts`, tiny: every operation measured, and the naive designs caught out."""
+"""`bitemporal bench facts`, tiny: every operation measured, the naive designs caught out,
+the series of sizes with its ratios, the JSON, the plot, and the periods extension where the
+server has it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import re
+import statistics
+from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from bitemporal.bench import facts as bench
 
+# Small everything: each run below takes a second or two.
+TINY = [
+    "--samples",
+    "30",
+    "--audit-keys",
+    "15",
+    "--audit-samples",
+    "3",
+    "--timeline-versions",
+    "200",
+    "--timeline-samples",
+    "3",
+    "--write-samples",
+    "4",
+]
 
-def test_lookup_benchmark_runs_and_compares(server_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--url", server_url, "--keys", "20", "--changes", "10", "--samples", "30"]) == 0
+
+def has_periods(server_url: str) -> bool:
+    with psycopg.connect(server_url) as conn:
+        return (
+            conn.execute("SELECT FROM pg_available_extensions WHERE name = 'periods'").fetchone()
+            is not None
+        )
+
+
+def test_lookup_benchmark_runs_and_compares(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench.main(["--url", server_url, "--keys", "20", "--changes", "10", *TINY]) == 0
     out = capsys.readouterr().out
     for operation in bench.OPERATIONS:
-        assert re.search(rf"^{re.escape(operation)}\s+\d+\.\d{{3}}\s+\d+\.\d{{3}}\s+\d+\.\dx$", out, re.MULTILINE), operation
+        assert re.search(
+            rf"^{re.escape(operation)}\s+\d+\.\d{{3}}\s+\d+\.\d{{3}}\s+\d+\.\dx$", out, re.MULTILINE
+        ), operation
     # Keeping only the latest row answers almost every question about the past wrongly;
     # a single-axis history is right about what is known now, and only about that.
     latest = re.search(r"^latest row per key, current knowledge\s+(\d+) of 30", out, re.MULTILINE)
     now = re.search(r"^single-axis history, current knowledge\s+(\d+) of 30", out, re.MULTILINE)
     assert latest and now and int(latest[1]) > 15 and int(now[1]) == 0
     assert "Bitmap Index Scan on fact_version_no_overlap" in out or "Index Scan" in out
+
+
+def test_sizes_are_parsed_and_rounded_to_whole_keys() -> None:
+    assert [bench.parse_size(s) for s in ("10k", "1m", "10M", "2500", "1.5k")] == [
+        10_000,
+        1_000_000,
+        10_000_000,
+        2_500,
+        1_500,
+    ]
+    assert bench.keys_for(10_000_000, 50) == 101_010  # x 99 versions = 9,999,990
+    assert bench.keys_for(10, 50) == 1
+
+
+@pytest.fixture(scope="module")
+def series(
+    server_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], str, Path]:
+    """Two sizes, with the JSON and the plot."""
+    out_dir = tmp_path_factory.mktemp("bench")
+    json_path, png_path = out_dir / "r.json", out_dir / "lookup.png"
+    # capsys is per test; this run is shared by the module's tests.
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = bench.main(
+            [
+                "--url",
+                server_url,
+                "--sizes",
+                "200,2k",
+                "--changes",
+                "5",
+                *TINY,
+                "--json",
+                str(json_path),
+                "--plot",
+                str(png_path),
+            ]
+        )
+    assert code == 0
+    return json.loads(json_path.read_text(encoding="utf-8")), buffer.getvalue(), png_path
+
+
+def test_series_json_holds_every_size_and_ratios_from_the_measured_numbers(
+    series: tuple[dict[str, Any], str, Path],
+) -> None:
+    result, _, _ = series
+    assert result["machine"]["cpus"] >= 1 and result["machine"]["server_version"]
+    sizes = result["sizes"]
+    # 200 and 2,000 versions at 9 per key: 22 and 222 keys (the larger one plus the timeline key).
+    assert [s["keys"] for s in sizes] == [22, 222]
+    assert sizes[0]["versions"] == 22 * 9 and sizes[1]["versions"] == 222 * 9 + 199
+    for size in sizes:
+        timings, summary = size["timings_ms"], size["summary"]
+        assert set(bench.OPERATIONS) <= set(summary) and all(
+            len(timings[op]) == 30 for op in bench.OPERATIONS
+        )
+        for op, figures in summary.items():
+            baseline = (
+                "primary key (server)"
+                if op.endswith("(server)")
+                else "primary key (Python, end to end)"
+            )
+            assert figures["baseline"] == baseline
+            assert figures["median_ms"] == statistics.median(timings[op])
+            assert figures["vs_baseline"] == pytest.approx(
+                figures["median_ms"] / statistics.median(timings[baseline])
+            )
+            assert figures["vs_smallest"] == pytest.approx(
+                figures["median_ms"] / statistics.median(sizes[0]["timings_ms"][op])
+            )
+        assert size["fill"]["seconds"] > 0 and "fact_version_no_overlap" in size["fill"]["phases"]
+        writes = size["writes"]["summary"]
+        assert (
+            writes["record, one change (Python, end to end)"]["baseline"]
+            == "primary key UPDATE (Python, end to end)"
+        )
+    # The audit and the timeline are measured at the largest size only.
+    assert "audit" not in sizes[0] and "timeline" not in sizes[0]
+    audit, timeline = sizes[1]["audit"], sizes[1]["timeline"]
+    assert audit["keys"] == 15 and audit["rows"] == 15  # one answer per key
+    assert (
+        audit["summary"]["as_of per key, past knowledge (server)"]["baseline"]
+        == "primary key, same number of rows (server)"
+    )
+    assert timeline["rows"] == 199  # 100 changes: 2n - 1 versions
+    assert timeline["summary"]["history (server)"]["vs_baseline"] == pytest.approx(
+        statistics.median(timeline["timings_ms"]["history (server)"])
+        / statistics.median(
+            timeline["timings_ms"]["primary key range scan, same number of rows (server)"]
+        )
+    )
+
+
+def test_series_report_and_plot(series: tuple[dict[str, Any], str, Path]) -> None:
+    result, out, png = series
+    assert "== Lookup time against versions" in out and "Goals at 2,197 versions (from 198):" in out
+    flat = result["sizes"][1]["summary"]["as_of, current knowledge (server)"]["vs_smallest"]
+    assert re.search(rf"^as_of, current knowledge \(server\) .* {flat:.2f}x$", out, re.MULTILINE)
+    assert "== Retrospective audit" in out and "== Timeline of one key with 199 versions" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_periods_extension(server_url: str, series: tuple[dict[str, Any], str, Path]) -> None:
+    result, out, _ = series
+    info = result["sizes"][0]["periods"]
+    if not has_periods(server_url):
+        assert not info["available"] and "not installed" in info["reason"]
+        assert "periods extension: unavailable" in out
+        pytest.skip(
+            "the periods extension is not installed on this server (apt-get install postgresql-15-periods)"
+        )
+    largest = result["sizes"][1]
+    assert info["available"] and set(bench.PERIODS_OPERATIONS) <= set(largest["summary"])
+    # Built from the same versions, periods answers every question as as_of does.
+    assert largest["wrong_answers"]["periods, current knowledge"] == 0
+    assert largest["wrong_answers"]["periods, past knowledge"] == 0
+    assert largest["audit"]["periods_samples_unlike_as_of"] == 0
+    assert largest["timeline"]["periods_rows"] == largest["timeline"]["rows"]
+    # periods 1.2.2's FOR PORTION OF fails on a tail update when the period has a unique key;
+    # the change is then timed as UPDATE + INSERT.
+    portion = largest["writes"]["periods_for_portion_of"]
+    assert portion == "ok" or portion.startswith("23P01")
+    assert "periods, one change (Python, end to end)" in largest["writes"]["summary"]
+
+
+def test_all_adds_ingestion_and_decay_steps(
+    server_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    json_path = tmp_path / "all.json"
+    assert (
+        bench.main(
+            [
+                "--url",
+                server_url,
+                "--keys",
+                "5",
+                "--changes",
+                "5",
+                *TINY,
+                "--no-periods",
+                "--all",
+                "--ingest-rows",
+                "100",
+                "--record-rows",
+                "10",
+                "--batch-size",
+                "50",
+                "--decay-sizes",
+                "100,300",
+                "--json",
+                str(json_path),
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "Goals for record_many:" in out and "Decay: step() with N present items" in out
+    result = json.loads(json_path.read_text(encoding="utf-8"))
+    assert result["sizes"][0]["periods"] == {
+        "available": False,
+        "reason": "not asked for (--no-periods)",
+    }
+    assert {r["method"] for r in result["ingest"]["results"]} == {
+        "copy",
+        "bare insert",
+        "record_many",
+        "record",
+    }
+    assert [s["present_items"] for s in result["decay_steps"]] == [100, 300]
+    assert all(s["postgres_step_s"] > 0 for s in result["decay_steps"])
