@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from bitemporal import Store, TableVersion, UnknownKeyError
+from bitemporal import BitemporalError, Store, TableVersion, UnknownKeyError
 from tests.integration.test_properties import (
     KNOWN_BASE,
     SOURCES,
@@ -80,12 +80,18 @@ def apply(store: Store, table: str, model: FactModel, item: str, op: Op, known_a
     assert len(ended) == model.retract(op.source, op.valid, known_at), op
 
 
+@pytest.fixture
+def raw(connect: Callable[..., psycopg.Connection[Any]]) -> psycopg.Connection[Any]:
+    """One autocommit connection, shared by a test's examples."""
+    return connect()
+
+
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_application_table_agrees_with_the_model(
-    claim_table: str, connect: Callable[..., psycopg.Connection[Any]], data: st.DataObject
+    claim_table: str, raw: psycopg.Connection[Any], data: st.DataObject
 ) -> None:
-    store = Store(connect())
+    store = Store(raw)
     item = uuid.uuid4().hex
     model = FactModel()
     writes = data.draw(scenarios(), label="writes")
@@ -111,3 +117,48 @@ def test_application_table_agrees_with_the_model(
         for v in store.tables.history(claim_table, {"item": item, "source": source})
     )
     assert history == Counter(v.fingerprint() for v in model.history())
+
+
+@pytest.fixture(scope="module")
+def fuzz_table(database_url: str) -> Iterator[str]:
+    name = f"fuzz_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL(
+            "CREATE TABLE {} (k text, n integer, amount numeric(6, 2) NOT NULL, label varchar(8),"
+            " CHECK (amount >= 0))").format(sql.Identifier(name)))
+        conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k', 'n'])", (name,))
+        yield name
+        conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (name,))
+
+
+column_values = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=True, allow_infinity=True), st.decimals(allow_nan=False, allow_infinity=False, places=3),
+    st.text(max_size=12), st.sampled_from(["", "'", "\x00", "%s", "$1", ";--", "9" * 20]),
+    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+instants = st.one_of(st.none(), st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+    timezones=st.sampled_from([UTC, timezone(timedelta(hours=-12)), None])))
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(row=st.dictionaries(st.sampled_from(["k", "n", "amount", "label", "other"]), column_values, max_size=5),
+       valid_from=instants, valid_to=instants, known_at=instants, retract=st.booleans())
+def test_bad_rows_get_documented_errors_and_write_nothing(
+    fuzz_table: str, raw: psycopg.Connection[Any], row: dict[str, Any],
+    valid_from: Any, valid_to: Any, known_at: Any, retract: bool,
+) -> None:
+    store = Store(raw)
+    count = sql.SQL("SELECT count(*), count(*) FILTER (WHERE upper_inf(known_period)) FROM {}").format(
+        sql.Identifier(fuzz_table))
+    before = store.connection.execute(count).fetchone()
+    try:
+        if retract:
+            store.tables.retract(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+        else:
+            store.tables.record(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+    except BitemporalError:
+        assert store.connection.execute(count).fetchone() == before
+        return
+    event("written")
