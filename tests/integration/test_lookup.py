@@ -41,7 +41,9 @@ LATE = """
             OR (NOT upper_inf(v.known_period) AND upper(v.known_period) > k.last_known_at))"""
 
 
-def ids(conn: psycopg.Connection[Any], query: str, key: Key, valid_at: Any, known_at: Any) -> list[int]:
+def ids(
+    conn: psycopg.Connection[Any], query: str, key: Key, valid_at: Any, known_at: Any
+) -> list[int]:
     return [r[0] for r in conn.execute(query, (key.entity, key.attribute, valid_at, known_at))]
 
 
@@ -60,7 +62,10 @@ def edges(conn: psycopg.Connection[Any], key: Key) -> tuple[set[Any], set[Any]]:
         (key.entity, key.attribute),
     ).fetchone()
     assert last is not None
-    for target, bounds in ((valid, [b for r in rows for b in r[:2]]), (known, [b for r in rows for b in r[2:]] + [last[0]])):
+    for target, bounds in (
+        (valid, [b for r in rows for b in r[:2]]),
+        (known, [b for r in rows for b in r[2:]] + [last[0]]),
+    ):
         for b in bounds:
             if b is not None:
                 target.update({b - US, b, b + US})
@@ -81,15 +86,37 @@ def assert_as_of_is_the_definition(conn: psycopg.Connection[Any], key: Key) -> i
 def test_every_write_path_every_edge(store: Store, key: Key, connect: Any) -> None:
     other = Key(key.entity, "other")
     store.facts.record(key, 50, source="policy", valid_from=T0, known_at=T0 - timedelta(days=30))
-    store.facts.record(key, 60, source="forum", valid_from=T0 + timedelta(days=10),
-                       valid_to=T0 + timedelta(days=40), known_at=T0 - timedelta(days=20))
-    store.facts.record(key, 80, source="policy", valid_from=T0 + timedelta(days=30),
-                       known_at=T0 - timedelta(days=10))
-    store.facts.retract(key, source="forum", valid_from=T0 + timedelta(days=20),
-                        valid_to=T0 + timedelta(days=25), known_at=T0 - timedelta(days=5))
+    store.facts.record(
+        key,
+        60,
+        source="forum",
+        valid_from=T0 + timedelta(days=10),
+        valid_to=T0 + timedelta(days=40),
+        known_at=T0 - timedelta(days=20),
+    )
+    store.facts.record(
+        key,
+        80,
+        source="policy",
+        valid_from=T0 + timedelta(days=30),
+        known_at=T0 - timedelta(days=10),
+    )
+    store.facts.retract(
+        key,
+        source="forum",
+        valid_from=T0 + timedelta(days=20),
+        valid_to=T0 + timedelta(days=25),
+        known_at=T0 - timedelta(days=5),
+    )
     # A retraction that only closes versions (no remainder, no new version).
-    store.facts.record(other, 1, source="s", valid_from=T0, valid_to=T0 + timedelta(days=1),
-                       known_at=T0 - timedelta(days=3))
+    store.facts.record(
+        other,
+        1,
+        source="s",
+        valid_from=T0,
+        valid_to=T0 + timedelta(days=1),
+        known_at=T0 - timedelta(days=3),
+    )
     store.facts.retract(other, source="s", known_at=T0 - timedelta(days=2))
     # Several writes of one key in one transaction, at the transaction's time.
     with store.transaction():
@@ -97,11 +124,13 @@ def test_every_write_path_every_edge(store: Store, key: Key, connect: Any) -> No
         store.facts.record(key, 95, source="policy", valid_from=T0 + timedelta(days=55))
         store.facts.retract(key, source="policy", valid_from=T0 + timedelta(days=70))
     # A batch: several rows of one key, explicit and default knowledge times.
-    store.facts.record_many([
-        RecordRow(key, 100, "vendor", valid_from=T0 + timedelta(days=5)),
-        RecordRow(key, 110, "vendor", valid_from=T0 + timedelta(days=15)),
-        RecordRow(other, 2, "s", valid_from=T0 + timedelta(days=3)),
-    ])
+    store.facts.record_many(
+        [
+            RecordRow(key, 100, "vendor", valid_from=T0 + timedelta(days=5)),
+            RecordRow(key, 110, "vendor", valid_from=T0 + timedelta(days=15)),
+            RecordRow(other, 2, "s", valid_from=T0 + timedelta(days=3)),
+        ]
+    )
     conn = connect()
     asked = sum(assert_as_of_is_the_definition(conn, k) for k in (key, other))
     assert asked > 500
@@ -112,7 +141,9 @@ def test_a_key_never_recorded(connect: Any) -> None:
     assert ids(conn, AS_OF, Key("never", "recorded"), None, None) == []
 
 
-def test_knowledge_committed_after_the_readers_present(store: Store, key: Key, connect: Any) -> None:
+def test_knowledge_committed_after_the_readers_present(
+    store: Store, key: Key, connect: Any
+) -> None:
     """A transaction that began before another one committed asks about its own present:
     the other's new version is not known yet, the version it closed still is."""
     store.facts.record(key, 50, source="policy", valid_from=T0)
@@ -124,10 +155,13 @@ def test_knowledge_committed_after_the_readers_present(store: Store, key: Key, c
     assert written.known_at is not None and written.known_at > present[0]
     # READ COMMITTED: this statement sees the commit; its present is still the old one.
     rows = reader.execute(
-        "SELECT value FROM bitemporal.as_of(%s, %s, %s)", (key.entity, key.attribute, T0 + timedelta(days=2))
+        "SELECT value FROM bitemporal.as_of(%s, %s, %s)",
+        (key.entity, key.attribute, T0 + timedelta(days=2)),
     ).fetchall()
     assert rows == [(50,)]
     for valid_at in (None, T0, T0 + timedelta(days=2)):
-        assert ids(reader, AS_OF, key, valid_at, None) == ids(reader, DEFINITION, key, valid_at, None)
+        assert ids(reader, AS_OF, key, valid_at, None) == ids(
+            reader, DEFINITION, key, valid_at, None
+        )
     reader.rollback()
     assert_as_of_is_the_definition(connect(), key)
