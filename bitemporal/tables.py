@@ -184,6 +184,12 @@ Index("fact_version_known_from_idx", func.lower(fact_version.c.known_period))
 Index("fact_version_known_to_idx", func.upper(fact_version.c.known_period),
       postgresql_where=text("NOT upper_inf(known_period)"))
 
+# Current versions by key and valid-period end, then start (sql/facts_read.v2.sql).
+Index("fact_version_current_valid_idx", fact_version.c.entity, fact_version.c.attribute,
+      func.coalesce(func.upper(fact_version.c.valid_period), text("'infinity'::timestamp with time zone")),
+      func.coalesce(func.lower(fact_version.c.valid_period), text("'-infinity'::timestamp with time zone")),
+      postgresql_where=text("upper_inf(known_period)"))
+
 evidence = Table(
     "evidence",
     metadata,

@@ -57,12 +57,19 @@ def test_single_head() -> None:
 
 def test_up_down_up_step_by_step(empty_database_url: str) -> None:
     url = empty_database_url
-    migrations.migrate(url)
+    # Up one step at a time, remembering each revision's schema.
+    schema_at: dict[str, dict[str, list[tuple[Any, ...]]]] = {}
+    for target in revisions():
+        migrations.migrate(url, target)
+        schema_at[target] = catalog(url)
     at_head = catalog(url)
     assert migrations.current(url) == migrations.head()
+    # Down one step at a time: each downgrade restores exactly the previous schema.
     for target in [*reversed(revisions()[:-1]), "base"]:
         migrations.downgrade(url, target)
         assert migrations.current(url) == (None if target == "base" else target)
+        if target != "base":
+            assert catalog(url) == schema_at[target], f"downgrade to {target} left a different schema"
     leftovers = catalog(url)
     assert [r[0] for r in leftovers["relations"]] == ["alembic_version", "alembic_version_pkc"]
     assert leftovers["functions"] == [] and leftovers["types"][1:] == []
