@@ -133,10 +133,12 @@ ORDER BY 1, 2, 3"""
 # What the fill drops and re-creates on fact_version: the exclusion and
 # foreign-key constraints, and the indexes that belong to no constraint.
 DEFERRED = """
-SELECT 'constraint', conname, pg_get_constraintdef(oid), obj_description(oid, 'pg_constraint')
+SELECT 'constraint', conname, pg_get_constraintdef(oid), obj_description(oid, 'pg_constraint'),
+       CASE WHEN contype = 'x' THEN obj_description(conindid, 'pg_class') END
   FROM pg_constraint WHERE conrelid = 'bitemporal.fact_version'::regclass AND contype IN ('x', 'f')
 UNION ALL
-SELECT 'index', indexrelid::regclass::text, pg_get_indexdef(indexrelid), obj_description(indexrelid, 'pg_class')
+SELECT 'index', indexrelid::regclass::text, pg_get_indexdef(indexrelid), obj_description(indexrelid, 'pg_class'),
+       NULL
   FROM pg_index i WHERE indrelid = 'bitemporal.fact_version'::regclass AND NOT indisprimary
    AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conindid = i.indexrelid)"""
 
@@ -161,7 +163,7 @@ def fill(
         conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
         conn.execute("SET LOCAL work_mem = '256MB'")
         deferred = conn.execute(DEFERRED).fetchall()
-        for kind, name, _, _ in deferred:
+        for kind, name, _, _, _ in deferred:
             conn.execute(
                 sql.SQL(
                     "ALTER TABLE bitemporal.fact_version DROP CONSTRAINT {}"
@@ -176,7 +178,7 @@ def fill(
             for statement in FILL:
                 conn.execute(statement, {"prefix": prefix, "keys": n, "changes": c, "epoch": EPOCH})
         phases["insert"] = time.perf_counter() - started
-        for kind, name, definition, comment in deferred:
+        for kind, name, definition, comment, index_comment in deferred:
             t0 = time.perf_counter()
             if kind == "constraint":
                 conn.execute(
@@ -188,6 +190,12 @@ def fill(
                     conn.execute(
                         sql.SQL("COMMENT ON CONSTRAINT {} ON bitemporal.fact_version IS {}").format(
                             sql.SQL(name), sql.Literal(comment)
+                        )
+                    )
+                if index_comment is not None:  # an exclusion constraint's own index
+                    conn.execute(
+                        sql.SQL("COMMENT ON INDEX bitemporal.{} IS {}").format(
+                            sql.Identifier(name), sql.Literal(index_comment)
                         )
                     )
             else:
