@@ -386,4 +386,4 @@ END;
 $$;
 REVOKE ALL ON FUNCTION bitemporal.partition_versions(integer) FROM PUBLIC;
 COMMENT ON FUNCTION bitemporal.partition_versions(integer) IS
-    'Rebuilds bitemporal.fact_version as the given number of hash partitions of entity (0: one plain table), copying every version, and carries over its indexes, constraints, triggers, views, privileges and identity. Holds an exclusive lock on the table while it runs; sessions opened before should reconnect. Returns the number of versions copied (0 when the layout was already the one asked for).';
+    'Rebuilds bitemporal.fact_version as the given number of hash partitions of entity (0: one plain table), copying every version, and carries over its indexes, constraints, triggers, views, privileges and identity. Holds an exclusive lock on the table while it runs (readers and writers wait). Returns the number of versions copied (0 when the layout was already the one asked for).';
