@@ -18,7 +18,6 @@ from sqlalchemy import create_engine, pool
 from bitemporal.database import sqlalchemy_url
 from bitemporal.tables import SCHEMA, metadata
 
-
 PARTITION = re.compile(r"fact_version_p\d+")
 
 
