@@ -101,8 +101,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     old_name     CONSTANT text := 'fact_version_before_rebuild';
-    source       oid := to_regclass('bitemporal.fact_version');
-    was          integer := bitemporal.version_partitions();
+    source       oid;
+    was          integer;
     -- PostgreSQL 17 accepts an exclusion constraint on a partitioned table if
     -- it compares the partition key with =; before, only on each partition.
     excl_on_parent boolean := current_setting('server_version_num')::integer >= 170000;
@@ -132,10 +132,14 @@ BEGIN
         RAISE EXCEPTION 'partitions must be between 0 (a plain table) and 1024, not %', partitions
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Locked before anything is read: a concurrent rebuild, if any, is
+    -- over by then and the table found below is the one in force.
+    LOCK TABLE bitemporal.fact_version IN ACCESS EXCLUSIVE MODE;
+    source := to_regclass('bitemporal.fact_version');
+    was := bitemporal.version_partitions();
     IF partitions = was THEN
         RETURN 0;
     END IF;
-    LOCK TABLE bitemporal.fact_version IN ACCESS EXCLUSIVE MODE;
     SELECT a.attnum INTO entity_att FROM pg_attribute a WHERE a.attrelid = source AND a.attname = 'entity';
     SELECT i.inhrelid INTO first_part FROM pg_inherits i WHERE i.inhparent = source ORDER BY i.inhrelid LIMIT 1;
     SELECT pg_get_userbyid(c.relowner), obj_description(c.oid, 'pg_class') INTO tbl_owner, tbl_comment

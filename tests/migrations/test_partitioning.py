@@ -260,3 +260,19 @@ def test_alembic_and_cli_take_the_option(
     assert f"SELECT bitemporal.partition_versions({N})" in capsys.readouterr().out
     assert catalog(with_alembic) == catalog(with_cli)
     assert scalar(with_cli, "SELECT bitemporal.version_partitions()") == N
+
+
+@pytest.mark.parametrize(
+    "blocker",
+    [
+        "ALTER TABLE bitemporal.fact_version ADD CONSTRAINT one_id UNIQUE (version_id)",
+        "CREATE MATERIALIZED VIEW frozen AS SELECT * FROM bitemporal.fact_version",
+    ],
+)
+def test_refuses_what_partitioning_cannot_keep(empty_database_url: str, blocker: str) -> None:
+    migrations.migrate(empty_database_url)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(blocker)
+        with pytest.raises(errors.FeatureNotSupported):
+            conn.execute("SELECT bitemporal.partition_versions(2)")
+        assert conn.execute("SELECT bitemporal.version_partitions()").fetchone() == (0,)
