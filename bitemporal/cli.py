@@ -1,6 +1,7 @@
 """The ``bitemporal`` command: a thin layer over the same typed functions as the Python API.
 
     bitemporal db upgrade|downgrade|current|sql     migrations (Alembic underneath)
+    bitemporal db upgrade|sql --partitions N        ... with the version table hash-partitioned
     bitemporal record ENTITY ATTRIBUTE VALUE --source S [--valid-from T] [--valid-to T]
     bitemporal retract ENTITY ATTRIBUTE --source S [--valid-from T] [--valid-to T]
     bitemporal resolve ENTITY ATTRIBUTE [--valid-at T] [--known-at T] [--json]
@@ -102,13 +103,13 @@ def _versions_table(versions: Sequence[Version]) -> str:
 
 def _db(args: argparse.Namespace) -> int:
     if args.db_command == "upgrade":
-        migrations.migrate(args.url, args.revision)
+        migrations.migrate(args.url, args.revision, partitions=args.partitions)
     elif args.db_command == "downgrade":
         migrations.downgrade(args.url, args.revision)
     elif args.db_command == "current":
         print(migrations.current(args.url) or "(not migrated)")
     else:
-        sys.stdout.write(migrations.sql_script(args.revision, start=args.start))
+        sys.stdout.write(migrations.sql_script(args.revision, start=args.start, partitions=args.partitions))
     return 0
 
 
@@ -222,14 +223,18 @@ def parser() -> argparse.ArgumentParser:
 
     db = commands.add_parser("db", help="migrate the database schema")
     db_commands = db.add_subparsers(dest="db_command", required=True)
-    db_commands.add_parser("upgrade", help="upgrade to a revision (default head)").add_argument(
-        "revision", nargs="?", default="head")
+    partitions_help = ("hash-partition the version table by entity into N partitions "
+                       "(applied by migration 0008; see README, Partitioned layout)")
+    upgrade = db_commands.add_parser("upgrade", help="upgrade to a revision (default head)")
+    upgrade.add_argument("revision", nargs="?", default="head")
+    upgrade.add_argument("--partitions", type=int, metavar="N", help=partitions_help)
     db_commands.add_parser("downgrade", help="downgrade to a revision (default base)").add_argument(
         "revision", nargs="?", default="base")
     db_commands.add_parser("current", help="print the current revision")
     sql = db_commands.add_parser("sql", help="print the upgrade SQL for review (offline)")
     sql.add_argument("revision", nargs="?", default="head")
     sql.add_argument("--start", help="revision the database is at (default: empty)")
+    sql.add_argument("--partitions", type=int, metavar="N", help=partitions_help)
     db.set_defaults(handler=_db)
 
     def keyed(name: str, help: str) -> argparse.ArgumentParser:

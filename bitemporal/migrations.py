@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+from argparse import Namespace
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, pool, text
 
 from .database import database_url, sqlalchemy_url
+from .errors import ConfigurationError
 
 SCHEMA = "bitemporal"
 VERSION_TABLE = "alembic_version"
@@ -60,6 +62,24 @@ def previous_definition(filename: str, function: str) -> str:
 
 Target = str | Engine | Connection | None
 
+# The migration option asking for the partitioned layout (migration 0008): how
+# many hash partitions of entity bitemporal.fact_version gets; 0 or absent, none.
+PARTITIONS_OPTION = "bitemporal_partitions"
+MAX_PARTITIONS = 1024
+
+
+def partitions_option(value: int | str | None) -> int | None:
+    """The ``partitions`` option checked: None (not given) or 0..MAX_PARTITIONS."""
+    if value is None:
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = -1
+    if not 0 <= count <= MAX_PARTITIONS:
+        raise ConfigurationError(f"partitions must be an integer from 0 to {MAX_PARTITIONS}, not {value!r}")
+    return count
+
 
 def config(*, output: io.StringIO | None = None) -> Config:
     """An Alembic config for our migrations (for ``alembic.command`` and ``ScriptDirectory``)."""
@@ -84,15 +104,47 @@ def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
 
 
+def check_layout(connection: Connection, partitions: int | None) -> None:
+    """After migrating: the version table has the layout the ``partitions`` option asked for.
+
+    Migration 0008 applies the option when it runs. On a database already past
+    it, migrating does not rebuild the table behind the operator's back: it
+    fails and says how to convert it.
+    """
+    if partitions is None:
+        return
+    installed = connection.execute(
+        text("SELECT to_regprocedure('bitemporal.version_partitions()')")
+    ).scalar()
+    actual: int | None = 0
+    if installed:
+        actual = connection.execute(text("SELECT bitemporal.version_partitions()")).scalar()
+    if actual == partitions:
+        return
+    if not installed:
+        raise ConfigurationError("the partitioned layout needs migration 0008 or later: upgrade to head")
+    raise ConfigurationError(
+        f"bitemporal.fact_version has {actual} partitions, not {partitions}: migration 0008 chose the "
+        f"layout when it ran; to change it, run (as the table's owner) "
+        f"SELECT bitemporal.partition_versions({partitions})"
+    )
+
+
 def run(
-    connection: Connection, revision: str, *, downgrade: bool = False, lock_timeout: str = LOCK_TIMEOUT
+    connection: Connection,
+    revision: str,
+    *,
+    downgrade: bool = False,
+    lock_timeout: str = LOCK_TIMEOUT,
+    partitions: int | None = None,
 ) -> None:
     """Upgrade (or downgrade) to ``revision`` on ``connection``, inside its transaction.
 
     This drives Alembic's MigrationContext directly instead of going through
     ``env.py``, so it also works while another Alembic command is running, e.g.
-    from an application's own ``env.py``.
+    from an application's own ``env.py``. ``partitions``: see :func:`migrate`.
     """
+    partitions = partitions_option(partitions)
     script = ScriptDirectory.from_config(config())
 
     def steps(current: Any, _context: MigrationContext) -> Any:
@@ -104,10 +156,11 @@ def run(
     context = MigrationContext.configure(
         connection,
         opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
-              "script": script},
+              "script": script, PARTITIONS_OPTION: partitions},
     )
     with Operations.context(context):
         context.run_migrations()
+    check_layout(connection, partitions)
 
 
 @contextmanager
@@ -127,7 +180,13 @@ def _connection(target: Target) -> Iterator[Connection]:
             engine.dispose()
 
 
-def migrate(target: Target = None, revision: str = "head", *, lock_timeout: str = LOCK_TIMEOUT) -> None:
+def migrate(
+    target: Target = None,
+    revision: str = "head",
+    *,
+    lock_timeout: str = LOCK_TIMEOUT,
+    partitions: int | None = None,
+) -> None:
     """Upgrade the database to ``revision``.
 
     ``target`` is a URL (default: as for :func:`bitemporal.connect`), a
@@ -135,9 +194,14 @@ def migrate(target: Target = None, revision: str = "head", *, lock_timeout: str 
     migration joins (the caller commits). A lock wait longer than
     ``lock_timeout`` fails the migration, which leaves nothing behind (it runs
     in one transaction) and can simply be run again.
+
+    ``partitions``: the partitioned layout, applied by migration 0008 (the
+    version table as that many hash partitions of entity; 0: a plain table).
+    If the database is past 0008 with another layout, the upgrade fails and
+    says how to convert it.
     """
     with _connection(target) as connection:
-        run(connection, revision, lock_timeout=lock_timeout)
+        run(connection, revision, lock_timeout=lock_timeout, partitions=partitions)
 
 
 def downgrade(target: Target = None, revision: str = "base") -> None:
@@ -162,10 +226,14 @@ def head() -> str:
     return revision
 
 
-def sql_script(revision: str = "head", *, start: str | None = None) -> str:
+def sql_script(revision: str = "head", *, start: str | None = None, partitions: int | None = None) -> str:
     """The SQL that upgrading to ``revision`` runs (offline mode), for a DBA to review."""
     buffer = io.StringIO()
     cfg = config(output=buffer)
     cfg.set_main_option("sqlalchemy.url", "postgresql+psycopg://")
+    partitions = partitions_option(partitions)
+    if partitions is not None:
+        # As `alembic -x partitions=N` would pass it to env.py.
+        cfg.cmd_opts = Namespace(x=[f"partitions={partitions}"])
     command.upgrade(cfg, revision if start is None else f"{start}:{revision}", sql=True)
     return buffer.getvalue()

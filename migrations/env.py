@@ -10,10 +10,20 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from bitemporal.database import database_url, sqlalchemy_url
-from bitemporal.migrations import LOCK_TIMEOUT, SCHEMA, VERSION_TABLE, prepare
+from bitemporal.migrations import (
+    LOCK_TIMEOUT,
+    PARTITIONS_OPTION,
+    SCHEMA,
+    VERSION_TABLE,
+    check_layout,
+    partitions_option,
+    prepare,
+)
 
 config = context.config
-_OPTIONS = {"version_table": VERSION_TABLE, "version_table_schema": SCHEMA}
+# `alembic -x partitions=16 upgrade head`: the partitioned layout (migration 0008).
+partitions = partitions_option(context.get_x_argument(as_dictionary=True).get("partitions"))
+_OPTIONS = {"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, PARTITIONS_OPTION: partitions}
 
 
 def run_offline() -> None:
@@ -38,6 +48,7 @@ def run_online() -> None:
         with context.begin_transaction():
             prepare(connection)
             context.run_migrations()
+            check_layout(connection, partitions)
 
 
 if context.is_offline_mode():

@@ -9,6 +9,11 @@ Which server:
 The session migrates one database to head; tests isolate themselves by writing
 to keys of their own (the ``key`` fixture). Tests that need an empty database
 take ``empty_database_url``.
+
+Which layout: ``BITEMPORAL_TEST_PARTITIONS=8`` migrates the session database
+(and the databases tests migrate through ``migrate_database``) with the version
+table hash-partitioned into 8 (migration 0008's option); unset, the default
+layout. Migration tests step through revisions on the default layout.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +79,28 @@ def _drop_database(server_url: str, name: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def database_url(server_url: str) -> Iterator[str]:
+def partitions() -> int | None:
+    """Partitions of the version table in the databases the tests migrate (None: default layout)."""
+    value = os.environ.get("BITEMPORAL_TEST_PARTITIONS")
+    return int(value) if value else None
+
+
+@pytest.fixture(scope="session")
+def migrate_database(partitions: int | None) -> Callable[[str], None]:
+    """Migrates a database to head in the layout under test."""
+
+    def run(url: str) -> None:
+        bitemporal.migrate(url, partitions=partitions)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def database_url(server_url: str, migrate_database: Callable[[str], None]) -> Iterator[str]:
     """A database migrated to head, shared by the session."""
     name = _create_database(server_url)
     url = with_database(server_url, name)
-    bitemporal.migrate(url)
+    migrate_database(url)
     yield url
     _drop_database(server_url, name)
 

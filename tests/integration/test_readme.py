@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,8 +49,8 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
 
 
 @needs_psql
-def test_psql_examples(empty_database_url: str) -> None:
-    bitemporal.migrate(empty_database_url)
+def test_psql_examples(empty_database_url: str, migrate_database: Any) -> None:
+    migrate_database(empty_database_url)
     out = psql(empty_database_url, "\n".join(blocks("sql", "psql")))
     assert "supported" in out and "missing" in out
 

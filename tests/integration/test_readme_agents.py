@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,8 +50,8 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.skipif(shutil.which("psql") is None, reason="the psql client is not installed")
-def test_psql_examples(empty_database_url: str) -> None:
-    bitemporal.migrate(empty_database_url)
+def test_psql_examples(empty_database_url: str, migrate_database: Any) -> None:
+    migrate_database(empty_database_url)
     result = subprocess.run(
         ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", empty_database_url], input="\n".join(blocks("sql")),
         capture_output=True, text=True, timeout=60, check=False,

@@ -36,9 +36,9 @@ QUESTION = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
 
 
 @pytest.fixture(scope="module")
-def vector_url(make_database: Any) -> str:
+def vector_url(make_database: Any, migrate_database: Any) -> str:
     url: str = make_database()
-    bitemporal.migrate(url)
+    migrate_database(url)
     return url
 
 
