@@ -148,7 +148,8 @@ BEGIN
     -- Constraints other than CHECK and NOT NULL (LIKE copies those), with the
     -- per-partition exclusion constraints of a layout made before 17.
     FOR r IN
-        SELECT c.oid, c.conname, c.contype, c.conkey, c.conexclop, c.conrelid = source AS on_parent
+        SELECT c.oid, c.conname, c.contype, c.conkey, c.conexclop, c.conrelid = source AS on_parent,
+               CASE WHEN c.contype <> 'f' THEN obj_description(c.conindid, 'pg_class') END AS index_note
           FROM pg_constraint c
          WHERE (c.conrelid = source OR (c.conrelid = first_part AND c.contype = 'x'))
            AND c.conparentid = 0 AND c.contype IN ('p', 'u', 'x', 'f')
@@ -168,6 +169,9 @@ BEGIN
             SELECT string_agg(quote_ident(c), ', ') INTO pkey FROM unnest(pkey_cols) c;
             parent_ddl := parent_ddl || format('ALTER TABLE bitemporal.fact_version ADD CONSTRAINT %I PRIMARY KEY (%s)',
                                                r.conname, pkey);
+            IF r.index_note IS NOT NULL THEN
+                parent_ddl := parent_ddl || format('COMMENT ON INDEX bitemporal.%I IS %L', r.conname, r.index_note);
+            END IF;
             CONTINUE;
         END IF;
         IF partitions > 0 AND r.contype IN ('u', 'x') AND NOT (
@@ -189,12 +193,19 @@ BEGIN
                 each_ddl := each_ddl || format('COMMENT ON CONSTRAINT %I ON %%1$s IS %s', cname || '%2$s',
                                                replace(quote_literal(note), '%', '%%'));
             END IF;
+            IF r.index_note IS NOT NULL THEN
+                each_ddl := each_ddl || format('COMMENT ON INDEX bitemporal.%I IS %s', cname || '%2$s',
+                                               replace(quote_literal(r.index_note), '%', '%%'));
+            END IF;
             CONTINUE;
         END IF;
         parent_ddl := parent_ddl || format('ALTER TABLE bitemporal.fact_version ADD CONSTRAINT %I %s',
                                            cname, pg_get_constraintdef(r.oid));
         IF note IS NOT NULL THEN
             parent_ddl := parent_ddl || format('COMMENT ON CONSTRAINT %I ON bitemporal.fact_version IS %L', cname, note);
+        END IF;
+        IF r.index_note IS NOT NULL THEN
+            parent_ddl := parent_ddl || format('COMMENT ON INDEX bitemporal.%I IS %L', cname, r.index_note);
         END IF;
     END LOOP;
 
