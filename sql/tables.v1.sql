@@ -27,9 +27,10 @@
 -- the registry bitemporal.app_table.
 --
 -- Errors (SQLSTATE): those of the fact store (BT001 period, BT002/BT003
--- knowledge time, BT004 unknown key, BT005 invalid key, BT006 append-only,
--- BT007 invalid value), plus
+-- knowledge time, BT004 unknown key, BT005 invalid key, BT006 append-only),
+-- the table's own constraints as PostgreSQL raises them (23502, 23514, ...), plus
 --   BT401 not a bitemporal table       BT402 the table cannot be made bitemporal
+--   BT403 a temporal reference would be broken
 
 CREATE TABLE bitemporal.app_table (
     table_schema    text        NOT NULL,
@@ -265,22 +266,11 @@ DECLARE
     d       bitemporal.app_table := bitemporal.table_definition(bitemporal.row_relation(pg_catalog.pg_typeof(image)));
     tab     text := pg_catalog.format('%I.%I', d.table_schema, d.table_name);
     columns text[] := d.key_columns || d.value_columns;
-    img     jsonb := pg_catalog.to_jsonb(image);
-    missing text;
     period  tstzrange;
     t       timestamptz;
     same_id bigint;
     result  bitemporal.recorded;
 BEGIN
-    SELECT pg_catalog.string_agg(a.attname, ', ' ORDER BY a.attnum) INTO missing
-      FROM pg_catalog.pg_attribute a
-     WHERE a.attrelid = pg_catalog.format('%I.%I', d.table_schema, d.table_name)::regclass
-       AND a.attnotnull AND a.attname = ANY (d.value_columns) AND img -> a.attname::text = 'null'::jsonb;
-    IF missing IS NOT NULL THEN
-        RAISE EXCEPTION 'column % of % must not be null', missing, tab
-            USING ERRCODE = 'BT007',
-                  HINT = 'A record is the whole row for its valid period; to say it no longer applies, retract the period.';
-    END IF;
     period := bitemporal.valid_period(valid_from, valid_to);
     t := bitemporal.lock_table_key(d, image, known_at, true);
 
@@ -312,7 +302,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.table_record(anyelement, timestamptz, timestamptz, timestamptz) IS
-    'Records a row image (key and value columns of an application table''s row type) for [valid_from, valid_to), known from known_at (default: the transaction time): a sequenced update with the semantics of bitemporal.record. Usually called through the table''s generated <table>_record(). Errors: BT001, BT002, BT003, BT005, BT007, BT401, BT403.';
+    'Records a row image (key and value columns of an application table''s row type) for [valid_from, valid_to), known from known_at (default: the transaction time): a sequenced update with the semantics of bitemporal.record. Usually called through the table''s generated <table>_record(). Errors: BT001, BT002, BT003, BT005, BT401, BT403; the table''s own constraints (23502 a null in a NOT NULL column, 23514 a CHECK) as PostgreSQL raises them.';
 
 CREATE FUNCTION bitemporal.table_retract(
     image       anyelement,

@@ -379,3 +379,47 @@ def test_a_value_column_added_later_reaches_the_functions(
     assert [v.row for v in rows] == [{"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}]
     # The version recorded before the column existed reads NULL for it.
     assert [v.row["weight_kg"] for v in fresh.as_of(product, {"sku": "A1"}, valid_at=FEB)] == [None]
+
+
+def test_reads_refuse_bad_questions(store: Store, schema: str) -> None:
+    t, prices = store.tables, f"{schema}.price"
+    with pytest.raises(NaiveDatetimeError):
+        t.as_of(prices, valid_at=datetime(2026, 3, 1))
+    with pytest.raises(InvalidKeyError):
+        t.as_of(prices, {"sku": "A1"})  # half a key
+    with pytest.raises(InvalidValueError):
+        t.history(prices, {"sku": "A1", "currency": "EUR", "colour": "red"})
+    with pytest.raises(InvalidPeriodError):
+        t.changes(prices, MAR, FEB)
+    with pytest.raises(UnknownTableError):
+        t.as_of(f"{schema}.price_key")  # a table, but not a bitemporal one
+
+
+def test_schema_functions_refuse_bad_input_and_change_nothing(
+    schema: str, connect: Callable[..., psycopg.Connection[Any]]
+) -> None:
+    conn = connect()
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
+    catalog = (
+        "SELECT (SELECT count(*) FROM bitemporal.app_reference), (SELECT count(*) FROM bitemporal.app_table),"
+        " (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+        "   WHERE c.relnamespace = to_regnamespace(%s)),"
+        " (SELECT count(*) FROM pg_proc WHERE pronamespace = to_regnamespace(%s))"
+    )
+    before = conn.execute(catalog, (schema, schema)).fetchone()
+    refused = [
+        ("BT402", "has 1 key columns", "SELECT bitemporal.add_reference('price', ARRAY['sku', 'currency'], 'product')"),
+        ("BT402", "no column nope", "SELECT bitemporal.add_reference('price', ARRAY['nope'], 'product')"),
+        ("BT402", "type is not that of", "SELECT bitemporal.add_reference('price', ARRAY['amount'], 'product')"),
+        ("BT402", "already has a reference", "SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product')"),
+        ("BT401", "not a bitemporal table", "SELECT bitemporal.add_reference('price_key', ARRAY['sku'], 'product')"),
+        ("BT401", "no temporal reference named", "SELECT bitemporal.drop_reference('price', 'nope')"),
+        ("BT402", "refers to it", "SELECT bitemporal.drop_table('product')"),
+        ("BT402", "temporal references", "SELECT bitemporal.disable_table('price')"),
+        ("BT401", "not a bitemporal table", "SELECT bitemporal.refresh_table('price_key')"),
+        ("BT402", "bitemporal already", "SELECT bitemporal.enable_table('price', ARRAY['sku'])"),
+    ]
+    for code, message, statement in refused:
+        with raises_sqlstate(code, match=message):
+            conn.execute(statement)
+    assert conn.execute(catalog, (schema, schema)).fetchone() == before

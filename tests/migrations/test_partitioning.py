@@ -276,3 +276,11 @@ def test_refuses_what_partitioning_cannot_keep(empty_database_url: str, blocker:
         with pytest.raises(errors.FeatureNotSupported):
             conn.execute("SELECT bitemporal.partition_versions(2)")
         assert conn.execute("SELECT bitemporal.version_partitions()").fetchone() == (0,)
+
+
+def test_partition_counts_out_of_range_are_refused(partitioned: str) -> None:
+    layout = scalar(partitioned, "SELECT bitemporal.version_partitions()")
+    for n in (-1, 1025):
+        with psycopg.connect(partitioned) as conn, pytest.raises(errors.InvalidParameterValue, match="between 0"):
+            conn.execute("SELECT bitemporal.partition_versions(%s)", (n,))
+    assert scalar(partitioned, "SELECT bitemporal.version_partitions()") == layout
