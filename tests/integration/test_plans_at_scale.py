@@ -273,6 +273,10 @@ def auto_explain(conn: psycopg.Connection[Any]) -> None:
     except psycopg.Error as e:  # not a superuser, or not installed
         pytest.skip(f"auto_explain is not available: {e}")
 
+# An index search of one key reads far fewer pages than this; a scan of the version
+# table reads over a hundred times more (test_the_tables_are_big checks it).
+FEW_PAGES = 100
+
 
 def test_the_tables_are_big(conn: psycopg.Connection[Any]) -> None:
     counts = conn.execute(
@@ -284,6 +288,12 @@ def test_the_tables_are_big(conn: psycopg.Connection[Any]) -> None:
         "SELECT reltuples FROM pg_class WHERE oid = 'bitemporal.fact_version'::regclass"
     ).fetchone()
     assert reltuples is not None and reltuples[0] > 900_000  # the planner knows
+    pages = conn.execute(
+        "SELECT sum(pg_relation_size(t)) / current_setting('block_size')::int FROM ("
+        " SELECT 'bitemporal.fact_version'::regclass"  # a plain table has no partition tree
+        " UNION SELECT relid FROM pg_partition_tree('bitemporal.fact_version')) tree(t)"
+    ).fetchone()
+    assert pages is not None and pages[0] > 100 * FEW_PAGES  # what a scan would read
 
 
 # -- As-of lookups ---------------------------------------------------------------------
@@ -316,9 +326,11 @@ def test_as_of_reads_one_index(
         index == "fact_version_no_overlap"
         and ran == [("Index Scan", "fact_key_pkey"), ("Bitmap Heap Scan", None)]
     ), plan
-    # A handful of pages: the key, then a btree descent (or a GiST search, which visits
-    # more pages, PostgreSQL 15's unsorted GiST build more than 18's) and the heap.
-    limit = 12 if index == "fact_version_current_valid_idx" else 40
+    # The btree path is a handful of pages: the key, a descent and the heap. A GiST
+    # search visits more, and how many depends on how the index was built: PostgreSQL
+    # 15 builds it by insertion, in an order of equal rows the fill leaves open (one CI
+    # run saw 43 pages). So it is held to FEW_PAGES, under a hundredth of a scan.
+    limit = 12 if index == "fact_version_current_valid_idx" else FEW_PAGES
     assert plan["Shared Hit Blocks"] + plan["Shared Read Blocks"] < limit, plan
 
 
@@ -420,7 +432,7 @@ def test_the_decay_step_evicts_from_a_million(conn: psycopg.Connection[Any]) -> 
 def test_audit_views_of_one_entity_or_item(conn: psycopg.Connection[Any], query: str) -> None:
     plan = explain(conn, query, analyze=True)
     assert_no_seq_scan(plan, query)
-    assert plan["Shared Hit Blocks"] + plan["Shared Read Blocks"] < 50, plan
+    assert plan["Shared Hit Blocks"] + plan["Shared Read Blocks"] < FEW_PAGES, plan
 
 
 def test_conflicts_now_finds_the_disagreement(conn: psycopg.Connection[Any]) -> None:
