@@ -163,7 +163,7 @@ class RefreshBitemporalTableOp(MigrateOperation):
     def refresh_bitemporal_table(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
         """``bitemporal.refresh_table``, after ``op.add_column`` / ``op.drop_column`` on a
         bitemporal table: the generated functions take the new set of value columns
-        (grants on them must be given again)."""
+        and keep their ``EXECUTE`` grants."""
         operations.invoke(cls(table_name, schema=schema))
 
     def reverse(self) -> RefreshBitemporalTableOp:

@@ -565,6 +565,11 @@ BEGIN
         WHEN kind <> 'r' THEN 'only an ordinary table can be made bitemporal'
         WHEN EXISTS (SELECT FROM bitemporal.app_table a WHERE a.table_schema = schema_name AND a.table_name = table_name)
             THEN 'it is bitemporal already'
+        -- The longest name derived from the table's, <table>_valid_period_half_open,
+        -- must fit in PostgreSQL's 63 bytes rather than be cut short.
+        WHEN pg_catalog.octet_length(table_name) > 40
+            THEN pg_catalog.format('its name is %s bytes long, and the names derived from it (such as %s) need it to be at most 40',
+                                   pg_catalog.octet_length(table_name), table_name || '_valid_period_half_open')
         WHEN coalesce(cardinality(key_columns), 0) = 0 THEN 'it needs at least one key column'
         WHEN cardinality(key_columns) <> (SELECT count(DISTINCT k) FROM pg_catalog.unnest(key_columns) k)
             THEN 'a key column is named twice'
@@ -711,10 +716,18 @@ RETURNS text[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    d bitemporal.app_table := bitemporal.table_definition(relation);
+    d      bitemporal.app_table := bitemporal.table_definition(relation);
+    acls   text[];  -- each function's ACL, NULL for the default
+    fns    text[];
+    grant_ record;
 BEGIN
     -- After ALTER TABLE added or dropped a value column: the functions'
-    -- signatures and row images follow the table's columns.
+    -- signatures and row images follow the table's columns. Their privileges
+    -- are the application's, so the new functions get the old ones' (NULL:
+    -- the default, which a new function has anyway).
+    SELECT pg_catalog.array_agg(p.proacl::text ORDER BY f.i) INTO acls
+      FROM pg_catalog.unnest(d.functions) WITH ORDINALITY AS f (fn, i)
+      JOIN pg_catalog.pg_proc p ON p.oid = f.fn::regprocedure;
     PERFORM bitemporal.drop_table_functions(d);
     UPDATE bitemporal.app_table a
        SET value_columns = coalesce((
@@ -725,11 +738,35 @@ BEGIN
                   AND att.attname NOT IN ('version_id', 'valid_period', 'known_period', 'carried_from', 'recorded_in')),
                '{}')
      WHERE a.table_schema = d.table_schema AND a.table_name = d.table_name;
-    RETURN bitemporal.create_table_functions(relation);
+    fns := bitemporal.create_table_functions(relation);
+    FOR grant_ IN
+        SELECT fns[f.i] AS fn, acl.grantee, acl.is_grantable
+          FROM pg_catalog.generate_subscripts(acls, 1) AS f (i)
+         CROSS JOIN LATERAL pg_catalog.aclexplode(acls[f.i]::aclitem[]) acl
+         WHERE acl.privilege_type = 'EXECUTE'
+    LOOP
+        IF grant_.grantee = 0 THEN
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', grant_.fn);
+        ELSE
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I%s', grant_.fn,
+                                      pg_catalog.pg_get_userbyid(grant_.grantee),
+                                      CASE WHEN grant_.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END IF;
+    END LOOP;
+    -- A function created with the default privileges runs for PUBLIC: take
+    -- that away where the old one had it taken away.
+    FOR grant_ IN
+        SELECT fns[f.i] AS fn FROM pg_catalog.generate_subscripts(acls, 1) AS f (i)
+         WHERE acls[f.i] IS NOT NULL
+           AND NOT EXISTS (SELECT FROM pg_catalog.aclexplode(acls[f.i]::aclitem[]) acl WHERE acl.grantee = 0)
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', grant_.fn);
+    END LOOP;
+    RETURN fns;
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.refresh_table(regclass) IS
-    'Regenerates an application table''s functions after value columns were added or dropped (grants on the old functions must be given again). Returns their signatures.';
+    'Regenerates an application table''s functions after value columns were added or dropped, with the EXECUTE grants the old ones had. Returns their signatures.';
 
 -- Temporal references: a child table's columns name a key of a parent table,
 -- and at every valid time of each current child version the parent must hold
@@ -879,6 +916,11 @@ BEGIN
                         AND (ca.atttypid, ca.atttypmod) = (pa.atttypid, pa.atttypmod))
                LIMIT 1) END
       INTO problem;
+    -- Its parent-side trigger is named <name>_parent, within PostgreSQL's 63 bytes.
+    IF problem IS NULL AND pg_catalog.octet_length(name) > 56 THEN
+        problem := pg_catalog.format('the name is %s bytes long, and %s needs it to be at most 56 (pass a shorter name)',
+                                     pg_catalog.octet_length(name), name || '_parent');
+    END IF;
     IF problem IS NULL AND EXISTS (SELECT FROM bitemporal.app_reference r
                                     WHERE (r.child_schema, r.child_table, r.name) = (c.table_schema, c.table_name, name)) THEN
         problem := pg_catalog.format('%s already has a reference named %s', child, name);

@@ -169,6 +169,29 @@ def test_a_table_that_cannot_hold_versions_is_refused_unchanged(
     conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(name)))
 
 
+def test_a_table_name_leaves_room_for_the_names_derived_from_it(
+    connect: Callable[..., psycopg.Connection[Any]]
+) -> None:
+    conn = connect()
+    unique = uuid.uuid4().hex[:12]
+    longest = "t" * 28 + unique  # 40 bytes: <table>_valid_period_half_open is 63
+    too_long = "é" + "t" * 27 + unique  # 40 characters, 41 bytes
+    for name in (longest, too_long):
+        conn.execute(sql.SQL("CREATE TABLE {} (id int, v int)").format(sql.Identifier(name)))
+    try:
+        conn.execute("SELECT bitemporal.enable_table(%s::regclass, %s)", (longest, ["id"]))
+        assert conn.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'c' "
+                            "ORDER BY 1", (longest,)).fetchall() == [
+            (f"{longest}_known_period_half_open",), (f"{longest}_valid_period_half_open",)]
+        with raises_sqlstate("BT402", "41 bytes long.*at most 40"):
+            conn.execute("SELECT bitemporal.enable_table(%s::regclass, %s)", (too_long, ["id"]))
+        assert conn.execute("SELECT count(*) FROM bitemporal.app_table WHERE table_name = %s",
+                            (too_long,)).fetchone() == (0,)
+    finally:
+        conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (longest,))
+        conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(too_long)))
+
+
 def test_bad_input_raises_typed_errors_and_writes_nothing(
     store: Store, schema: str, connect: Callable[..., psycopg.Connection[Any]]
 ) -> None:
@@ -381,6 +404,42 @@ def test_a_value_column_added_later_reaches_the_functions(
     assert [v.row["weight_kg"] for v in fresh.as_of(product, {"sku": "A1"}, valid_at=FEB)] == [None]
 
 
+def test_refresh_keeps_the_grants_of_the_functions(
+    schema: str, connect: Callable[..., psycopg.Connection[Any]]
+) -> None:
+    role = f"app_reader_{uuid.uuid4().hex[:8]}"
+    conn = connect()
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
+
+    def privileges() -> list[tuple[str, bool, bool]]:
+        """(function, role may execute, PUBLIC may execute) for each of product's functions."""
+        return [tuple(r) for r in conn.execute(  # type: ignore[misc]
+            "SELECT p.proname, has_function_privilege(%s, p.oid, 'EXECUTE'),"
+            " coalesce(p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0), false)"
+            " FROM pg_proc p WHERE p.pronamespace = %s::regnamespace AND starts_with(p.proname, 'product_') ORDER BY 1",
+            (role, schema)).fetchall()]
+
+    conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
+    try:
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION product_retract TO {}").format(sql.Identifier(role)))
+        conn.execute("REVOKE EXECUTE ON FUNCTION product_history FROM PUBLIC")
+        expected = [
+            ("product_as_of", True, True),
+            ("product_changes", True, True),
+            ("product_history", False, False),
+            ("product_record", False, False),
+            ("product_retract", True, False),
+        ]
+        assert privileges() == expected
+        conn.execute("ALTER TABLE product ADD COLUMN weight_kg numeric")
+        conn.execute("SELECT bitemporal.refresh_table('product')")
+        assert privileges() == expected
+        assert conn.execute("SELECT pronargs FROM pg_proc WHERE oid = 'product_record'::regproc").fetchone() == (6,)
+    finally:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
 def test_reads_refuse_bad_questions(store: Store, schema: str) -> None:
     t, prices = store.tables, f"{schema}.price"
     with pytest.raises(NaiveDatetimeError):
@@ -412,6 +471,7 @@ def test_schema_functions_refuse_bad_input_and_change_nothing(
         ("BT402", "no column nope", "SELECT bitemporal.add_reference('price', ARRAY['nope'], 'product')"),
         ("BT402", "type is not that of", "SELECT bitemporal.add_reference('price', ARRAY['amount'], 'product')"),
         ("BT402", "already has a reference", "SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product')"),
+        ("BT402", "at most 56", "SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product', repeat('r', 57))"),
         ("BT401", "not a bitemporal table", "SELECT bitemporal.add_reference('price_key', ARRAY['sku'], 'product')"),
         ("BT401", "no temporal reference named", "SELECT bitemporal.drop_reference('price', 'nope')"),
         ("BT402", "refers to it", "SELECT bitemporal.drop_table('product')"),
