@@ -234,16 +234,17 @@ BEGIN
     -- Temporal references are deferred constraint triggers, because a write
     -- passes through states that break them (a version closed before its
     -- remainders are re-recorded). Making them immediate checks what the write
-    -- queued now, so a violation is refused by the write that caused it.
-    SELECT pg_catalog.string_agg(pg_catalog.format('%I.%I', n.nspname, t.tgname), ', ')
-      INTO names
-      FROM pg_catalog.pg_trigger t
-      JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
-      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = d.table_schema AND c.relname = d.table_name
-       AND t.tgconstraint <> 0 AND t.tgdeferrable AND t.tginitdeferred
-       AND t.tgfoid IN ('bitemporal.reference_child_check()'::pg_catalog.regprocedure,
-                        'bitemporal.reference_parent_check()'::pg_catalog.regprocedure);
+    -- queued now, so a violation is refused by the write that caused it. The
+    -- registry names them (add_reference): <name> on the child, <name>_parent
+    -- on the parent, each in its table's schema.
+    SELECT pg_catalog.string_agg(t.name, ', ') INTO names
+      FROM (SELECT pg_catalog.format('%I.%I', r.child_schema, r.name)
+              FROM bitemporal.app_reference r
+             WHERE (r.child_schema, r.child_table) = (d.table_schema, d.table_name)
+            UNION ALL
+            SELECT pg_catalog.format('%I.%I', r.parent_schema, r.name || '_parent')
+              FROM bitemporal.app_reference r
+             WHERE (r.parent_schema, r.parent_table) = (d.table_schema, d.table_name)) AS t (name);
     IF names IS NOT NULL THEN
         EXECUTE 'SET CONSTRAINTS ' || names || ' IMMEDIATE';
         EXECUTE 'SET CONSTRAINTS ' || names || ' DEFERRED';

@@ -327,6 +327,24 @@ def test_temporal_reference_boundaries(store: Store, schema: str) -> None:
     assert [v.row["name"] for v in t.as_of(product, {"sku": "A1"}, valid_at=MAR)] == ["Anvil Mk II"]
 
 
+def test_a_reference_is_checked_by_the_write_not_at_commit(
+    schema: str, connect: Callable[..., psycopg.Connection[Any]]
+) -> None:
+    conn = connect()
+    t, product, prices = Store(conn).tables, f"{schema}.product", f"{schema}.price"
+    t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=FEB)
+    t.record(prices, price(), valid_from=MAR)
+    # Inside a transaction the deferred checks would wait for COMMIT: each write
+    # runs them itself, on the child's side and on the parent's.
+    with conn.transaction():
+        with pytest.raises(TemporalReferenceError, match="price_sku_fkey"), conn.transaction():
+            t.record(prices, price(currency="USD"), valid_from=JAN)
+        with pytest.raises(TemporalReferenceError, match="price_sku_fkey"), conn.transaction():
+            t.retract(product, {"sku": "A1"}, valid_from=APR)
+        t.record(prices, price(currency="USD"), valid_from=APR)
+    assert [v.row["currency"] for v in t.as_of(prices, {"sku": "A1", "currency": "USD"}, valid_at=MAY)] == ["USD"]
+
+
 def test_concurrent_parent_retract_and_child_write_cannot_both_win(
     connect: Callable[..., psycopg.Connection[Any]], schema: str
 ) -> None:
