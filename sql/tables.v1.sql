@@ -717,15 +717,14 @@ RETURNS text[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    d      bitemporal.app_table := bitemporal.table_definition(relation);
-    acls   text[];  -- each function's ACL, NULL for the default
-    fns    text[];
-    grant_ record;
+    d         bitemporal.app_table := bitemporal.table_definition(relation);
+    acls      text[];  -- each function's ACL, NULL for the default
+    fns       text[];
+    statement text;
 BEGIN
     -- After ALTER TABLE added or dropped a value column: the functions'
     -- signatures and row images follow the table's columns. Their privileges
-    -- are the application's, so the new functions get the old ones' (NULL:
-    -- the default, which a new function has anyway).
+    -- are the application's, so the new functions get the old ones'.
     SELECT pg_catalog.array_agg(p.proacl::text ORDER BY f.i) INTO acls
       FROM pg_catalog.unnest(d.functions) WITH ORDINALITY AS f (fn, i)
       JOIN pg_catalog.pg_proc p ON p.oid = f.fn::regprocedure;
@@ -740,28 +739,25 @@ BEGIN
                '{}')
      WHERE a.table_schema = d.table_schema AND a.table_name = d.table_name;
     fns := bitemporal.create_table_functions(relation);
-    FOR grant_ IN
-        SELECT fns[f.i] AS fn, acl.grantee, acl.is_grantable
-          FROM pg_catalog.generate_subscripts(acls, 1) AS f (i)
-         CROSS JOIN LATERAL pg_catalog.aclexplode(acls[f.i]::aclitem[]) acl
-         WHERE acl.privilege_type = 'EXECUTE'
+    -- A function whose ACL was not the default has its privileges given again
+    -- from scratch: PUBLIC's EXECUTE taken away, then every EXECUTE grant of
+    -- the old function (PUBLIC's included) made anew.
+    FOR statement IN
+        SELECT s.sql FROM (
+            SELECT f.i, 0 AS step, pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', fns[f.i]) AS sql
+              FROM pg_catalog.generate_subscripts(acls, 1) AS f (i)
+             WHERE acls[f.i] IS NOT NULL
+            UNION ALL
+            SELECT f.i, 1, pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', fns[f.i],
+                               CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
+                               CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+              FROM pg_catalog.generate_subscripts(acls, 1) AS f (i),
+                   pg_catalog.aclexplode(acls[f.i]::aclitem[]) AS a
+             WHERE a.privilege_type = 'EXECUTE') AS s
+         ORDER BY s.i, s.step
     LOOP
-        IF grant_.grantee = 0 THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', grant_.fn);
-        ELSE
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I%s', grant_.fn,
-                                      pg_catalog.pg_get_userbyid(grant_.grantee),
-                                      CASE WHEN grant_.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-        END IF;
-    END LOOP;
-    -- A function created with the default privileges runs for PUBLIC: take
-    -- that away where the old one had it taken away.
-    FOR grant_ IN
-        SELECT fns[f.i] AS fn FROM pg_catalog.generate_subscripts(acls, 1) AS f (i)
-         WHERE acls[f.i] IS NOT NULL
-           AND NOT EXISTS (SELECT FROM pg_catalog.aclexplode(acls[f.i]::aclitem[]) acl WHERE acl.grantee = 0)
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', grant_.fn);
+        EXECUTE statement;
     END LOOP;
     RETURN fns;
 END;

@@ -440,6 +440,8 @@ def test_refresh_keeps_the_grants_of_the_functions(
     conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
     try:
         conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION product_retract TO {}").format(sql.Identifier(role)))
+        # An ACL that is not the default but still holds PUBLIC's EXECUTE.
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION product_changes TO {}").format(sql.Identifier(role)))
         conn.execute("REVOKE EXECUTE ON FUNCTION product_history FROM PUBLIC")
         expected = [
             ("product_as_of", True, True),
