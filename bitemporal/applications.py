@@ -29,7 +29,13 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from .changes import ChangeKind
-from .errors import InvalidKeyError, InvalidValueError, UnknownTableError
+from .errors import (
+    InvalidKeyError,
+    InvalidValueError,
+    UnknownTableError,
+    check_optional_text,
+    check_text,
+)
 from .facts import Connector, Recorded
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
@@ -88,11 +94,15 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
             raise TypeError(f"{table.__name__} is not a mapped class")
         table = mapped
     if isinstance(table, sqlalchemy.Table):
-        return table.schema, table.name
-    if isinstance(table, str):
+        schema, name = table.schema, table.name
+    elif isinstance(table, str):
         schema, dot, name = table.rpartition(".")
-        return (schema or None) if dot else None, name
-    raise TypeError(f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}")
+        schema = (schema or None) if dot else None
+    else:
+        raise TypeError(
+            f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}")
+    check_optional_text("table name", name)
+    return check_optional_text("schema name", schema), name
 
 
 def _json_default(value: Any) -> Any:
@@ -109,9 +119,10 @@ def _row_json(row: Mapping[str, Any]) -> str:
         if isinstance(value, datetime) and value.tzinfo is None:
             to_optional_instant(value, name=name)  # raises NaiveDatetimeError
     try:
-        return json.dumps(dict(row), default=_json_default, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(dict(row), default=_json_default, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidValueError(f"row is not a valid set of column values: {exc}") from exc
+    return check_text("a column value", text, InvalidValueError)
 
 
 def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:

@@ -34,6 +34,7 @@ from .errors import (
     InvalidInputError,
     InvalidTimeError,
     InvalidValueError,
+    check_optional_text,
 )
 from .facts import JSON, Connector, Key, Recorded, _check_key_part, _json_text
 from .periods import Instant, Period, to_optional_instant
@@ -100,16 +101,6 @@ SELECT r.line, r.version_id, r.created, r.superseded, r.known_at
 Staged = tuple[int, str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
 
 
-def _text(what: str, value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
-    if "\x00" in value:
-        raise InvalidInputError(f"{what} contains a NUL character, which PostgreSQL text cannot hold")
-    return value
-
-
 def _has_nul(value: Any) -> bool:
     if isinstance(value, str):
         return "\x00" in value
@@ -164,7 +155,7 @@ def stage(line: int, row: RecordRow | Mapping[str, Any]) -> Staged:
     if start is not None and end is not None:
         Period(start, end)  # refuses an empty or inverted period
     return (line, entity, attribute, source, text, start, end,
-            to_optional_instant(known_at, name="known_at"), _text("recorded_by", recorded_by))
+            to_optional_instant(known_at, name="known_at"), check_optional_text("recorded_by", recorded_by))
 
 
 def stage_all(
