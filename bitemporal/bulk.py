@@ -34,6 +34,7 @@ from .errors import (
     InvalidInputError,
     InvalidTimeError,
     InvalidValueError,
+    TransientError,
     check_optional_text,
 )
 from .facts import JSON, Connector, Key, Recorded, _check_key_part, _json_text
@@ -244,11 +245,15 @@ def _file_row(fields: Mapping[str, Any], *, value_is_json_text: bool) -> dict[st
         if row[name] is None or (name != "value" and row[name] == ""):
             raise InvalidInputError(f"{name} is missing")
     if value_is_json_text:
+        text = row["value"]
+        shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}... ({len(text):,} characters)"
         try:
-            row["value"] = json.loads(row["value"])
+            row["value"] = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidValueError(f"value {row['value']!r} is not JSON",
+            raise InvalidValueError(f"value {shown} is not JSON",
                                     hint="quote text as JSON: \"text\" (in CSV: \"\"\"text\"\"\")") from exc
+        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+            raise InvalidValueError(f"value {shown} cannot be read: {_json_problem(exc)}") from exc
     for name in ("valid_from", "valid_to", "known_at"):
         row[name] = _instant(name, row[name])
     if row["recorded_by"] == "":
@@ -257,6 +262,11 @@ def _file_row(fields: Mapping[str, Any], *, value_is_json_text: bool) -> dict[st
 
 
 FileRow = tuple[int, dict[str, Any] | BitemporalError]
+
+
+def _json_problem(exc: ValueError | RecursionError) -> str:
+    # Python's json refuses integers over 4300 digits (ValueError) and recurses per level.
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
 def read_csv(stream: Iterable[str]) -> Iterator[FileRow]:
@@ -304,6 +314,9 @@ def read_jsonl(stream: Iterable[str]) -> Iterator[FileRow]:
         except json.JSONDecodeError as exc:
             yield line, InvalidInputError(f"not JSON: {exc}")
             continue
+        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+            yield line, InvalidInputError(f"cannot read: {_json_problem(exc)}")
+            continue
         if not isinstance(fields, dict):
             yield line, InvalidInputError(f"expected a JSON object, not {type(fields).__name__}")
             continue
@@ -337,6 +350,14 @@ class ImportReport:
     unchanged: int = 0
     batches: int = 0
     seconds: float = 0.0
+    #: The file line of the last row committed (0: nothing committed).
+    last_line: int = 0
+
+    def committed(self, path: str) -> str:
+        """Which lines of the file are committed, said for an error message."""
+        if not self.last_line:
+            return f"nothing of {path} was committed"
+        return f"lines 1-{self.last_line} of {path} were committed ({self.rows:,} rows)"
 
 
 class ImportFailed(BitemporalError):
@@ -384,16 +405,22 @@ class Progress:
 
 
 class _CountingLines:
-    """Lines of a binary file decoded as UTF-8, counting the bytes read."""
+    """Lines of a binary file decoded as UTF-8, counting the bytes read; a line that is
+    not UTF-8 ends the import (InvalidInputError naming the line)."""
 
     def __init__(self, raw: IO[bytes]) -> None:
         self.raw = raw
         self.done = 0
 
     def __iter__(self) -> Iterator[str]:
-        for chunk in self.raw:
+        for number, chunk in enumerate(self.raw, start=1):
             self.done += len(chunk)
-            yield chunk.decode("utf-8-sig" if self.done == len(chunk) else "utf-8")
+            try:
+                yield chunk.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"line {number} is not UTF-8 text ({exc.reason} at byte {exc.start + 1} "
+                    f"of the line)", hint="convert the file to UTF-8") from exc
 
 
 def import_file(
@@ -411,26 +438,45 @@ def import_file(
     it stay imported."""
     if batch_size < 1:
         raise InvalidInputError(f"batch size must be at least 1, not {batch_size}")
+    if max_errors < 1:
+        raise InvalidInputError(f"max errors must be at least 1, not {max_errors}")
     kind = file_format(path, fmt)
     report = ImportReport()
     with open(path, "rb") as raw:
-        total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
-        lines = _CountingLines(raw)
-        source = read_csv(lines) if kind == "csv" else read_jsonl(lines)
-        bar = Progress(progress, total_bytes)
-        start = time.monotonic()
-        batch: list[FileRow] = []
-        for item in source:
-            batch.append(item)
-            if len(batch) >= batch_size:
-                _import_batch(facts, batch, report, max_errors)
-                bar.update(report.rows, lines.done)
-                batch = []
-        if batch:
-            _import_batch(facts, batch, report, max_errors)
-        report.seconds = time.monotonic() - start
-        bar.update(report.rows, lines.done, final=True)
+        try:
+            _import_stream(facts, raw, kind, report, batch_size, max_errors, progress)
+        except (BitemporalError, OSError) as exc:
+            # Bad rows, a line that is not UTF-8, a lost connection: say what is kept.
+            retry = ("re-run the same command to continue"
+                     if isinstance(exc, TransientError | OSError)
+                     else "fix the file and re-run the same command to continue")
+            failed = exc if isinstance(exc, ImportFailed) else None
+            raise ImportFailed(
+                f"{exc}; {report.committed(path)}; {retry}",
+                rows=failed.rows if failed else [], total=failed.total if failed else 0,
+                report=report, first_line=failed.first_line if failed else report.last_line + 1,
+            ) from exc
     return report
+
+
+def _import_stream(facts: Any, raw: IO[bytes], kind: str, report: ImportReport, batch_size: int,
+                   max_errors: int, progress: IO[str] | None) -> None:
+    total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
+    lines = _CountingLines(raw)
+    source = read_csv(lines) if kind == "csv" else read_jsonl(lines)
+    bar = Progress(progress, total_bytes)
+    start = time.monotonic()
+    batch: list[FileRow] = []
+    for item in source:
+        batch.append(item)
+        if len(batch) >= batch_size:
+            _import_batch(facts, batch, report, max_errors)
+            bar.update(report.rows, lines.done)
+            batch = []
+    if batch:
+        _import_batch(facts, batch, report, max_errors)
+    report.seconds = time.monotonic() - start
+    bar.update(report.rows, lines.done, final=True)
 
 
 def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_errors: int) -> None:
@@ -446,6 +492,7 @@ def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_er
               report, max_errors)
     report.rows += len(results)
     report.batches += 1
+    report.last_line = lines[-1]
     created = sum(1 for r in results if r.created)
     report.created += created
     report.unchanged += len(results) - created
@@ -455,11 +502,9 @@ def _fail(batch: list[FileRow], problems: list[tuple[int, str]], total: int, rep
           max_errors: int) -> None:
     first, last = batch[0][0], batch[-1][0]
     plural = "" if total == 1 else "s"
-    before = (f"{report.rows:,} rows of earlier batches were imported (up to line {first - 1})"
-              if report.batches else "nothing was imported")
     raise ImportFailed(
         f"{total} bad row{plural} in the batch of lines {first}-{last}: nothing of that batch was "
-        f"written; {before}",
+        f"written",
         rows=problems[:max_errors], total=total, report=report, first_line=first,
     )
 
