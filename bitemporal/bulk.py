@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from .errors import (
     BatchError,
@@ -34,6 +34,7 @@ from .errors import (
     InvalidInputError,
     InvalidTimeError,
     InvalidValueError,
+    PermissionDeniedError,
     TransientError,
     check_optional_text,
 )
@@ -212,6 +213,35 @@ def record_many(
     assert len(results) == len(staged), "record_many returned one result per row"
     return [Recorded(version_id, created, tuple(superseded), known_at)
             for _, version_id, created, superseded, known_at in results]
+
+
+# The rows whose value their source already held over their whole valid period at their
+# (explicit) knowledge time: a re-run of rows recorded before. Several adjacent versions
+# (remainders of later cuts) may cover the period together, hence range_agg.
+_RECORDED_ALREADY = """
+SELECT r.line
+  FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::text[]),
+                  pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::text[]),
+                  pg_catalog.unnest(%s::jsonb[]), pg_catalog.unnest(%s::timestamptz[]),
+                  pg_catalog.unnest(%s::timestamptz[]), pg_catalog.unnest(%s::timestamptz[]))
+       AS r(line, entity, attribute, source, value, valid_from, valid_to, known_at)
+ WHERE (SELECT pg_catalog.range_agg(v.valid_period)
+          FROM bitemporal.versions v
+         WHERE v.entity = r.entity AND v.attribute = r.attribute AND v.source = r.source
+           AND v.value = r.value AND v.known_period @> r.known_at)
+       @> pg_catalog.tstzrange(r.valid_from, r.valid_to)"""
+
+
+def recorded_already(reading: Connector, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
+    """See :meth:`bitemporal.Facts.recorded_already`."""
+    staged = stage_all(rows)
+    candidates = [row for row in staged if row[7] is not None]
+    found: set[int] = set()
+    if candidates:
+        columns = [list(column) for column in zip(*candidates, strict=True)][:8]
+        with reading() as conn:
+            found = {line for (line,) in conn.execute(_RECORDED_ALREADY, columns)}
+    return [row[0] in found for row in staged]
 
 
 # -- files: CSV and JSON Lines, for `bitemporal import` --------------------------------------
@@ -488,8 +518,24 @@ def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_er
     try:
         results = facts.record_many(rows, max_errors=max_errors)
     except BatchError as exc:
-        _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows], exc.total,
-              report, max_errors)
+        if not any(state == "BT002" for _, state, _ in exc.errors):
+            _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows], exc.total,
+                  report, max_errors)
+        # Knowledge older than the key's: rows of an earlier run of this file are skipped
+        # (found through bitemporal.versions; a role that may not read it gets the BT002s).
+        try:
+            known = facts.recorded_already(rows)
+        except PermissionDeniedError:
+            _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows],
+                  exc.total, report, max_errors)
+        kept = [(line, row) for line, row, done in zip(lines, rows, known, strict=True) if not done]
+        try:
+            results = facts.record_many([row for _, row in kept], max_errors=max_errors)
+        except BatchError as again:
+            _fail(batch, [(kept[position - 1][0], reason) for position, reason in again.rows],
+                  again.total, report, max_errors)
+        report.unchanged += len(rows) - len(kept)
+        report.rows += len(rows) - len(kept)
     report.rows += len(results)
     report.batches += 1
     report.last_line = lines[-1]
@@ -499,7 +545,7 @@ def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_er
 
 
 def _fail(batch: list[FileRow], problems: list[tuple[int, str]], total: int, report: ImportReport,
-          max_errors: int) -> None:
+          max_errors: int) -> NoReturn:
     first, last = batch[0][0], batch[-1][0]
     plural = "" if total == 1 else "s"
     raise ImportFailed(

@@ -246,6 +246,18 @@ class Facts:
 
         return record_many(self._transaction, rows, max_errors=max_errors)
 
+    def recorded_already(self, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
+        """For each row (as :meth:`record_many` takes them), whether it was recorded before:
+        it gives an explicit ``known_at``, and at that knowledge time the store already held
+        its value from its source over its whole valid period. Recording such a row again
+        changes nothing, but :meth:`record` refuses it (``BT002``) once the key has later
+        knowledge; ``bitemporal import`` skips these rows when a file is run again. Rows
+        without ``known_at``: False. Reads ``bitemporal.versions`` (the reader role's grant).
+        """
+        from .bulk import recorded_already
+
+        return recorded_already(self._reading, rows)
+
     def retract(
         self,
         key: Key,
