@@ -26,6 +26,7 @@ from uuid import UUID
 
 import sqlalchemy
 from psycopg import sql
+from psycopg.abc import AdaptContext
 from psycopg.rows import dict_row
 
 from .changes import ChangeKind
@@ -44,6 +45,15 @@ from .periods import Instant, Period, period_bounds, to_optional_instant
 TableRef = str | sqlalchemy.Table | type
 
 
+class Name(sql.Identifier):
+    """A quoted identifier for a statement run with parameters. psycopg looks for
+    placeholders in the whole statement text, quoted names included, so a ``%`` in a
+    name (``"p%q"``, ``"a%sb"``) is written ``%%``, which it reads back as ``%``."""
+
+    def as_bytes(self, context: AdaptContext | None = None) -> bytes:
+        return bytes(super().as_bytes(context)).replace(b"%", b"%%")
+
+
 @dataclass(frozen=True, slots=True)
 class TableDefinition:
     """A bitemporal application table: its name and its key and value columns."""
@@ -53,13 +63,13 @@ class TableDefinition:
     key_columns: tuple[str, ...]
     value_columns: tuple[str, ...]
 
-    def function(self, suffix: str) -> sql.Identifier:
+    def function(self, suffix: str) -> Name:
         """One of the table's generated functions (``record``, ``as_of``, ...)."""
-        return sql.Identifier(self.schema, f"{self.name}_{suffix}")
+        return Name(self.schema, f"{self.name}_{suffix}")
 
     @property
-    def row_type(self) -> sql.Identifier:
-        return sql.Identifier(self.schema, self.name)
+    def row_type(self) -> Name:
+        return Name(self.schema, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +202,7 @@ class ApplicationTables:
             )
 
     def _named_args(self, columns: Iterable[str]) -> sql.Composable:
-        return sql.SQL(", ").join(sql.SQL("{0} => r.{0}").format(sql.Identifier(c)) for c in columns)
+        return sql.SQL(", ").join(sql.SQL("{0} => r.{0}").format(Name(c)) for c in columns)
 
     def record(
         self,
@@ -259,7 +269,7 @@ class ApplicationTables:
         d = self.definition(table)
         if key is not None:
             self._check_columns(d, key, key_only=True)
-        columns = sql.SQL(", ").join(sql.Identifier("v", c) for c in _version_columns(d))
+        columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
         instants = (to_optional_instant(valid_at, name="valid_at"), to_optional_instant(known_at, name="known_at"))
         if key is None:
             query = sql.SQL("SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id").format(
@@ -273,7 +283,7 @@ class ApplicationTables:
                 " WHERE {match} ORDER BY v.version_id"
             ).format(columns=columns, function=d.function("as_of"), row_type=d.row_type,
                      match=sql.SQL(" AND ").join(
-                         sql.SQL("v.{0} = r.{0}").format(sql.Identifier(c)) for c in d.key_columns))
+                         sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns))
             params = (*instants, _row_json(key))
         with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, params)]
@@ -285,7 +295,7 @@ class ApplicationTables:
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
-        ).format(columns=sql.SQL(", ").join(sql.Identifier("v", c) for c in _version_columns(d)),
+        ).format(columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
                  row_type=d.row_type, function=d.function("history"), args=self._named_args(d.key_columns))
         with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, (_row_json(key),))]
