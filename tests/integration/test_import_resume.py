@@ -20,6 +20,7 @@ from bitemporal import Key, Store, cli
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 KEYS, ROUNDS = 60, 50  # 3,000 rows
+GATE = 1020  # after this row, one for a key of its own: the test holds its lock
 
 
 def write_file(path: Path, prefix: str) -> int:
@@ -35,6 +36,8 @@ def write_file(path: Path, prefix: str) -> int:
                "valid_to": (valid_from + timedelta(days=30)).isoformat() if r % 3 == 0 else None,
                "known_at": (START + timedelta(seconds=n)).isoformat(), "recorded_by": "import"}
         lines.append(json.dumps(row))
+        if n == GATE:
+            lines.append(json.dumps({**row, "entity": f"{prefix}:gate"}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return len(lines)
 
@@ -46,14 +49,6 @@ def contents(store: Store, prefix: str) -> list[tuple[Any, ...]]:
         "       carried_from IS NOT NULL"
         "  FROM bitemporal.versions WHERE entity LIKE %s", (f"{prefix}:%",)).fetchall()
     return sorted((e.removeprefix(prefix), *rest) for e, *rest in rows)
-
-
-def keys(conn: psycopg.Connection[Any], prefix: str) -> int:
-    """How many of the prefix's keys exist (an index range scan: cheap while importing)."""
-    row = conn.execute("SELECT count(*) FROM bitemporal.fact_key WHERE entity > %s AND entity < %s",
-                       (f"{prefix}:", f"{prefix};")).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def import_(capsys: pytest.CaptureFixture[str], url: str, path: Path) -> tuple[int, str, str]:
@@ -100,25 +95,35 @@ def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_aga
     rows = write_file(resumed_file, resumed)
     assert import_(capsys, database_url, clean_file)[0] == 0
 
+    # A transaction holding the gate key's lock stops the import inside one batch;
+    # the backend waiting there is terminated from another connection.
+    holder = connect(autocommit=False)
+    Store(holder).facts.record(Key(f"{resumed}:gate", "limit"), 0, source="s")
     admin = connect()
     killed: list[int] = []
 
+    holder_pid = holder.info.backend_pid
+
     def terminate_mid_import() -> None:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and keys(admin, resumed) < KEYS:  # 2 batches in
-            time.sleep(0.005)
-        pids = admin.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-            "   AND pid <> pg_backend_pid() AND query LIKE '%%bitemporal_batch_v1%%'").fetchall()
-        for (pid,) in pids:
-            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            killed.append(pid)
+        try:
+            while time.monotonic() < deadline and not killed:
+                for (pid,) in admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                        "   AND wait_event_type = 'Lock' AND query LIKE '%%bitemporal_batch_v1%%'").fetchall():
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                    killed.append(pid)
+                time.sleep(0.01)
+        finally:
+            if not killed:  # never leave the import waiting for ever
+                admin.execute("SELECT pg_terminate_backend(%s)", (holder_pid,))
 
     killer = threading.Thread(target=terminate_mid_import)
     killer.start()
     code, _, err = import_(capsys, database_url, resumed_file)
     killer.join()
-    assert killed, "the import finished before it could be interrupted"
+    assert killed, "the import never waited for the gate key"
+    holder.rollback()
     assert code == 1 and "Traceback" not in err
     first = err.splitlines()[0]
     assert first.startswith(f"bitemporal: error: {resumed_file}: ") and "terminating connection" in first
@@ -126,7 +131,7 @@ def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_aga
     assert match, first
     assert "re-run the same command to continue" in first
     committed = int(match.group(1))
-    assert 100 <= committed < rows and committed % 50 == 0
+    assert committed == GATE // 50 * 50  # every batch before the gate's
     # Exactly the lines said: the store holds what a clean import of those lines holds.
     partial = tmp_path / "partial.jsonl"
     partial.write_text("".join(clean_file.read_text(encoding="utf-8").splitlines(keepends=True)[:committed]),
