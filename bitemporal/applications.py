@@ -26,16 +26,32 @@ from uuid import UUID
 
 import sqlalchemy
 from psycopg import sql
+from psycopg.abc import AdaptContext
 from psycopg.rows import dict_row
 
 from .changes import ChangeKind
-from .errors import InvalidKeyError, InvalidValueError, UnknownTableError
+from .errors import (
+    InvalidKeyError,
+    InvalidValueError,
+    UnknownTableError,
+    check_optional_text,
+    check_text,
+)
 from .facts import Connector, Recorded
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
 #: A table: "schema.table" or "table" (found on the search path), a SQLAlchemy
 #: ``Table`` or a mapped class.
 TableRef = str | sqlalchemy.Table | type
+
+
+class Name(sql.Identifier):
+    """A quoted identifier for a statement run with parameters. psycopg looks for
+    placeholders in the whole statement text, quoted names included, so a ``%`` in a
+    name (``"p%q"``, ``"a%sb"``) is written ``%%``, which it reads back as ``%``."""
+
+    def as_bytes(self, context: AdaptContext | None = None) -> bytes:
+        return bytes(super().as_bytes(context)).replace(b"%", b"%%")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +63,13 @@ class TableDefinition:
     key_columns: tuple[str, ...]
     value_columns: tuple[str, ...]
 
-    def function(self, suffix: str) -> sql.Identifier:
+    def function(self, suffix: str) -> Name:
         """One of the table's generated functions (``record``, ``as_of``, ...)."""
-        return sql.Identifier(self.schema, f"{self.name}_{suffix}")
+        return Name(self.schema, f"{self.name}_{suffix}")
 
     @property
-    def row_type(self) -> sql.Identifier:
-        return sql.Identifier(self.schema, self.name)
+    def row_type(self) -> Name:
+        return Name(self.schema, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +104,15 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
             raise TypeError(f"{table.__name__} is not a mapped class")
         table = mapped
     if isinstance(table, sqlalchemy.Table):
-        return table.schema, table.name
-    if isinstance(table, str):
+        schema, name = table.schema, table.name
+    elif isinstance(table, str):
         schema, dot, name = table.rpartition(".")
-        return (schema or None) if dot else None, name
-    raise TypeError(f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}")
+        schema = (schema or None) if dot else None
+    else:
+        raise TypeError(
+            f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}")
+    check_optional_text("table name", name)
+    return check_optional_text("schema name", schema), name
 
 
 def _json_default(value: Any) -> Any:
@@ -109,9 +129,10 @@ def _row_json(row: Mapping[str, Any]) -> str:
         if isinstance(value, datetime) and value.tzinfo is None:
             to_optional_instant(value, name=name)  # raises NaiveDatetimeError
     try:
-        return json.dumps(dict(row), default=_json_default, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(dict(row), default=_json_default, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidValueError(f"row is not a valid set of column values: {exc}") from exc
+    return check_text("a column value", text, InvalidValueError)
 
 
 def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
@@ -181,7 +202,7 @@ class ApplicationTables:
             )
 
     def _named_args(self, columns: Iterable[str]) -> sql.Composable:
-        return sql.SQL(", ").join(sql.SQL("{0} => r.{0}").format(sql.Identifier(c)) for c in columns)
+        return sql.SQL(", ").join(sql.SQL("{0} => r.{0}").format(Name(c)) for c in columns)
 
     def record(
         self,
@@ -248,7 +269,7 @@ class ApplicationTables:
         d = self.definition(table)
         if key is not None:
             self._check_columns(d, key, key_only=True)
-        columns = sql.SQL(", ").join(sql.Identifier("v", c) for c in _version_columns(d))
+        columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
         instants = (to_optional_instant(valid_at, name="valid_at"), to_optional_instant(known_at, name="known_at"))
         if key is None:
             query = sql.SQL("SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id").format(
@@ -262,7 +283,7 @@ class ApplicationTables:
                 " WHERE {match} ORDER BY v.version_id"
             ).format(columns=columns, function=d.function("as_of"), row_type=d.row_type,
                      match=sql.SQL(" AND ").join(
-                         sql.SQL("v.{0} = r.{0}").format(sql.Identifier(c)) for c in d.key_columns))
+                         sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns))
             params = (*instants, _row_json(key))
         with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, params)]
@@ -274,7 +295,7 @@ class ApplicationTables:
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
-        ).format(columns=sql.SQL(", ").join(sql.Identifier("v", c) for c in _version_columns(d)),
+        ).format(columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
                  row_type=d.row_type, function=d.function("history"), args=self._named_args(d.key_columns))
         with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, (_row_json(key),))]

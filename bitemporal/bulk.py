@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from .errors import (
     BatchError,
@@ -34,6 +34,9 @@ from .errors import (
     InvalidInputError,
     InvalidTimeError,
     InvalidValueError,
+    PermissionDeniedError,
+    TransientError,
+    check_optional_text,
 )
 from .facts import JSON, Connector, Key, Recorded, _check_key_part, _json_text
 from .periods import Instant, Period, to_optional_instant
@@ -100,16 +103,6 @@ SELECT r.line, r.version_id, r.created, r.superseded, r.known_at
 Staged = tuple[int, str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
 
 
-def _text(what: str, value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
-    if "\x00" in value:
-        raise InvalidInputError(f"{what} contains a NUL character, which PostgreSQL text cannot hold")
-    return value
-
-
 def _has_nul(value: Any) -> bool:
     if isinstance(value, str):
         return "\x00" in value
@@ -164,7 +157,7 @@ def stage(line: int, row: RecordRow | Mapping[str, Any]) -> Staged:
     if start is not None and end is not None:
         Period(start, end)  # refuses an empty or inverted period
     return (line, entity, attribute, source, text, start, end,
-            to_optional_instant(known_at, name="known_at"), _text("recorded_by", recorded_by))
+            to_optional_instant(known_at, name="known_at"), check_optional_text("recorded_by", recorded_by))
 
 
 def stage_all(
@@ -222,6 +215,35 @@ def record_many(
             for _, version_id, created, superseded, known_at in results]
 
 
+# The rows whose value their source already held over their whole valid period at their
+# (explicit) knowledge time: a re-run of rows recorded before. Several adjacent versions
+# (remainders of later cuts) may cover the period together, hence range_agg.
+_RECORDED_ALREADY = """
+SELECT r.line
+  FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::text[]),
+                  pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::text[]),
+                  pg_catalog.unnest(%s::jsonb[]), pg_catalog.unnest(%s::timestamptz[]),
+                  pg_catalog.unnest(%s::timestamptz[]), pg_catalog.unnest(%s::timestamptz[]))
+       AS r(line, entity, attribute, source, value, valid_from, valid_to, known_at)
+ WHERE (SELECT pg_catalog.range_agg(v.valid_period)
+          FROM bitemporal.versions v
+         WHERE v.entity = r.entity AND v.attribute = r.attribute AND v.source = r.source
+           AND v.value = r.value AND v.known_period @> r.known_at)
+       @> pg_catalog.tstzrange(r.valid_from, r.valid_to)"""
+
+
+def recorded_already(reading: Connector, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
+    """See :meth:`bitemporal.Facts.recorded_already`."""
+    staged = stage_all(rows)
+    candidates = [row for row in staged if row[7] is not None]
+    found: set[int] = set()
+    if candidates:
+        columns = [list(column) for column in zip(*candidates, strict=True)][:8]
+        with reading() as conn:
+            found = {line for (line,) in conn.execute(_RECORDED_ALREADY, columns)}
+    return [row[0] in found for row in staged]
+
+
 # -- files: CSV and JSON Lines, for `bitemporal import` --------------------------------------
 
 #: Rows per batch (each batch is one transaction) unless told otherwise.
@@ -253,11 +275,15 @@ def _file_row(fields: Mapping[str, Any], *, value_is_json_text: bool) -> dict[st
         if row[name] is None or (name != "value" and row[name] == ""):
             raise InvalidInputError(f"{name} is missing")
     if value_is_json_text:
+        text = row["value"]
+        shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}... ({len(text):,} characters)"
         try:
-            row["value"] = json.loads(row["value"])
+            row["value"] = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidValueError(f"value {row['value']!r} is not JSON",
+            raise InvalidValueError(f"value {shown} is not JSON",
                                     hint="quote text as JSON: \"text\" (in CSV: \"\"\"text\"\"\")") from exc
+        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+            raise InvalidValueError(f"value {shown} cannot be read: {_json_problem(exc)}") from exc
     for name in ("valid_from", "valid_to", "known_at"):
         row[name] = _instant(name, row[name])
     if row["recorded_by"] == "":
@@ -266,6 +292,11 @@ def _file_row(fields: Mapping[str, Any], *, value_is_json_text: bool) -> dict[st
 
 
 FileRow = tuple[int, dict[str, Any] | BitemporalError]
+
+
+def _json_problem(exc: ValueError | RecursionError) -> str:
+    # Python's json refuses integers over 4300 digits (ValueError) and recurses per level.
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
 def read_csv(stream: Iterable[str]) -> Iterator[FileRow]:
@@ -313,6 +344,9 @@ def read_jsonl(stream: Iterable[str]) -> Iterator[FileRow]:
         except json.JSONDecodeError as exc:
             yield line, InvalidInputError(f"not JSON: {exc}")
             continue
+        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+            yield line, InvalidInputError(f"cannot read: {_json_problem(exc)}")
+            continue
         if not isinstance(fields, dict):
             yield line, InvalidInputError(f"expected a JSON object, not {type(fields).__name__}")
             continue
@@ -346,6 +380,14 @@ class ImportReport:
     unchanged: int = 0
     batches: int = 0
     seconds: float = 0.0
+    #: The file line of the last row committed (0: nothing committed).
+    last_line: int = 0
+
+    def committed(self, path: str) -> str:
+        """Which lines of the file are committed, said for an error message."""
+        if not self.last_line:
+            return f"nothing of {path} was committed"
+        return f"lines 1-{self.last_line} of {path} were committed ({self.rows:,} rows)"
 
 
 class ImportFailed(BitemporalError):
@@ -393,16 +435,22 @@ class Progress:
 
 
 class _CountingLines:
-    """Lines of a binary file decoded as UTF-8, counting the bytes read."""
+    """Lines of a binary file decoded as UTF-8, counting the bytes read; a line that is
+    not UTF-8 ends the import (InvalidInputError naming the line)."""
 
     def __init__(self, raw: IO[bytes]) -> None:
         self.raw = raw
         self.done = 0
 
     def __iter__(self) -> Iterator[str]:
-        for chunk in self.raw:
+        for number, chunk in enumerate(self.raw, start=1):
             self.done += len(chunk)
-            yield chunk.decode("utf-8-sig" if self.done == len(chunk) else "utf-8")
+            try:
+                yield chunk.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"line {number} is not UTF-8 text ({exc.reason} at byte {exc.start + 1} "
+                    f"of the line)", hint="convert the file to UTF-8") from exc
 
 
 def import_file(
@@ -420,26 +468,45 @@ def import_file(
     it stay imported."""
     if batch_size < 1:
         raise InvalidInputError(f"batch size must be at least 1, not {batch_size}")
+    if max_errors < 1:
+        raise InvalidInputError(f"max errors must be at least 1, not {max_errors}")
     kind = file_format(path, fmt)
     report = ImportReport()
     with open(path, "rb") as raw:
-        total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
-        lines = _CountingLines(raw)
-        source = read_csv(lines) if kind == "csv" else read_jsonl(lines)
-        bar = Progress(progress, total_bytes)
-        start = time.monotonic()
-        batch: list[FileRow] = []
-        for item in source:
-            batch.append(item)
-            if len(batch) >= batch_size:
-                _import_batch(facts, batch, report, max_errors)
-                bar.update(report.rows, lines.done)
-                batch = []
-        if batch:
-            _import_batch(facts, batch, report, max_errors)
-        report.seconds = time.monotonic() - start
-        bar.update(report.rows, lines.done, final=True)
+        try:
+            _import_stream(facts, raw, kind, report, batch_size, max_errors, progress)
+        except (BitemporalError, OSError) as exc:
+            # Bad rows, a line that is not UTF-8, a lost connection: say what is kept.
+            retry = ("re-run the same command to continue"
+                     if isinstance(exc, TransientError | OSError)
+                     else "fix the file and re-run the same command to continue")
+            failed = exc if isinstance(exc, ImportFailed) else None
+            raise ImportFailed(
+                f"{exc}; {report.committed(path)}; {retry}",
+                rows=failed.rows if failed else [], total=failed.total if failed else 0,
+                report=report, first_line=failed.first_line if failed else report.last_line + 1,
+            ) from exc
     return report
+
+
+def _import_stream(facts: Any, raw: IO[bytes], kind: str, report: ImportReport, batch_size: int,
+                   max_errors: int, progress: IO[str] | None) -> None:
+    total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
+    lines = _CountingLines(raw)
+    source = read_csv(lines) if kind == "csv" else read_jsonl(lines)
+    bar = Progress(progress, total_bytes)
+    start = time.monotonic()
+    batch: list[FileRow] = []
+    for item in source:
+        batch.append(item)
+        if len(batch) >= batch_size:
+            _import_batch(facts, batch, report, max_errors)
+            bar.update(report.rows, lines.done)
+            batch = []
+    if batch:
+        _import_batch(facts, batch, report, max_errors)
+    report.seconds = time.monotonic() - start
+    bar.update(report.rows, lines.done, final=True)
 
 
 def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_errors: int) -> None:
@@ -451,24 +518,39 @@ def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_er
     try:
         results = facts.record_many(rows, max_errors=max_errors)
     except BatchError as exc:
-        _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows], exc.total,
-              report, max_errors)
+        if not any(state == "BT002" for _, state, _ in exc.errors):
+            _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows], exc.total,
+                  report, max_errors)
+        # Knowledge older than the key's: rows of an earlier run of this file are skipped
+        # (found through bitemporal.versions; a role that may not read it gets the BT002s).
+        try:
+            known = facts.recorded_already(rows)
+        except PermissionDeniedError:
+            _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows],
+                  exc.total, report, max_errors)
+        kept = [(line, row) for line, row, done in zip(lines, rows, known, strict=True) if not done]
+        try:
+            results = facts.record_many([row for _, row in kept], max_errors=max_errors)
+        except BatchError as again:
+            _fail(batch, [(kept[position - 1][0], reason) for position, reason in again.rows],
+                  again.total, report, max_errors)
+        report.unchanged += len(rows) - len(kept)
+        report.rows += len(rows) - len(kept)
     report.rows += len(results)
     report.batches += 1
+    report.last_line = lines[-1]
     created = sum(1 for r in results if r.created)
     report.created += created
     report.unchanged += len(results) - created
 
 
 def _fail(batch: list[FileRow], problems: list[tuple[int, str]], total: int, report: ImportReport,
-          max_errors: int) -> None:
+          max_errors: int) -> NoReturn:
     first, last = batch[0][0], batch[-1][0]
     plural = "" if total == 1 else "s"
-    before = (f"{report.rows:,} rows of earlier batches were imported (up to line {first - 1})"
-              if report.batches else "nothing was imported")
     raise ImportFailed(
         f"{total} bad row{plural} in the batch of lines {first}-{last}: nothing of that batch was "
-        f"written; {before}",
+        f"written",
         rows=problems[:max_errors], total=total, report=report, first_line=first,
     )
 

@@ -22,14 +22,31 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NoReturn
+
+import psycopg
+import sqlalchemy.exc
 
 from . import demo, migrations
-from .errors import BitemporalError, InvalidTimeError, InvalidValueError
+from .errors import (
+    BitemporalError,
+    ConfigurationError,
+    InvalidInputError,
+    InvalidTimeError,
+    InvalidValueError,
+)
 from .facts import Answer, Key, Version
 from .periods import Instant
 from .report import format_table, stamp
-from .store import connect
+from .store import Store, connect
+
+#: An error line quotes at most this much of an input (a value may be megabytes long).
+_SHOWN = 60
+
+
+def shown(text: str) -> str:
+    """``text`` quoted for an error message, cut short if it is long."""
+    return repr(text) if len(text) <= _SHOWN else f"{text[:_SHOWN]!r}... ({len(text):,} characters)"
 
 
 def parse_instant(text: str) -> Instant:
@@ -40,7 +57,7 @@ def parse_instant(text: str) -> Instant:
         return datetime.fromisoformat(text)
     except ValueError as exc:
         raise InvalidTimeError(
-            f"{text!r} is not an ISO 8601 date or datetime",
+            f"{shown(text)} is not an ISO 8601 date or datetime",
             hint="e.g. 2026-09-01 or 2026-09-01T12:00:00+00:00",
         ) from exc
 
@@ -51,8 +68,37 @@ def parse_value(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidValueError(
-            f"value {text!r} is not JSON", hint="quote text as JSON: '\"text\"'"
+            f"value {shown(text)} is not JSON", hint="quote text as JSON: '\"text\"'"
         ) from exc
+    except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+        raise InvalidValueError(f"value {shown(text)} cannot be read: {exc or 'nested too deeply'}"
+                                ) from exc
+
+
+def _instant_arg(text: str) -> Instant:
+    # argparse reports an ArgumentTypeError's message as a usage error (exit 2).
+    try:
+        return parse_instant(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _count_arg(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from exc
+
+
+def _open(url: str | None) -> Store:
+    """A store on the database, or ConfigurationError saying why there is none."""
+    try:
+        return connect(url)
+    except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
+        # psycopg and SQLAlchemy (migrations) refuse malformed URLs and unreachable
+        # servers with their own errors; the first line says which.
+        reason = " ".join(str(exc).split())
+        raise ConfigurationError(f"cannot connect to the database: {reason}") from exc
 
 
 def _version_json(v: Version) -> dict[str, Any]:
@@ -114,7 +160,7 @@ def _db(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    with connect(args.url) as store:
+    with _open(args.url) as store:
         result = store.facts.record(
             Key(args.entity, args.attribute), parse_value(args.value), source=args.source,
             valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
@@ -129,7 +175,7 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _retract(args: argparse.Namespace) -> int:
-    with connect(args.url) as store:
+    with _open(args.url) as store:
         ended = store.facts.retract(
             Key(args.entity, args.attribute), source=args.source,
             valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
@@ -139,7 +185,7 @@ def _retract(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    with connect(args.url) as store:
+    with _open(args.url) as store:
         answer = store.facts.resolve(
             Key(args.entity, args.attribute), valid_at=args.valid_at, known_at=args.known_at,
             now=args.now,
@@ -161,7 +207,7 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    with connect(args.url) as store:
+    with _open(args.url) as store:
         versions = store.facts.history(Key(args.entity, args.attribute))
     if args.json:
         print(json.dumps([_version_json(v) for v in versions], indent=2))
@@ -174,7 +220,7 @@ def _plot(args: argparse.Namespace) -> int:
     from .plot import draw
 
     key = Key(args.entity, args.attribute)
-    with connect(args.url) as store:
+    with _open(args.url) as store:
         versions = store.facts.history(key)
         now = store.now()
     shapes = draw(versions, args.output, title=str(key), now=now)
@@ -185,14 +231,14 @@ def _plot(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from .bulk import ImportFailed, import_file, print_problems
 
-    with connect(args.url) as store:
+    with _open(args.url) as store:
         try:
             report = import_file(
                 store.facts, args.file, fmt=args.format, batch_size=args.batch_size,
                 max_errors=args.max_errors, progress=None if args.quiet else sys.stderr,
             )
         except ImportFailed as exc:
-            print(f"bitemporal: error: {args.file}: {exc}", file=sys.stderr)
+            fail(f"{args.file}: {exc}")
             print_problems(exc)
             return 1
     batches = "batch" if report.batches == 1 else "batches"
@@ -215,8 +261,17 @@ def _bench(args: argparse.Namespace) -> int:
     return int(suite.main([*extra, *args.bench_args]))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, reporting a malformed command line as one ``bitemporal: error:`` line."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("bitemporal").strip()
+        self.exit(2, f"bitemporal: error: {where + ': ' if where else ''}{message} "
+                     f"(see `{self.prog} --help`)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="bitemporal", description=__doc__.split("\n")[0])
+    top = _Parser(prog="bitemporal", description=__doc__.split("\n")[0])
     top.add_argument("--url", help="database URL (default: $BITEMPORAL_DATABASE_URL, "
                      "$DATABASE_URL, else an embedded PostgreSQL 18)")
     commands = top.add_subparsers(dest="command", required=True)
@@ -227,14 +282,14 @@ def parser() -> argparse.ArgumentParser:
                        "(applied by migration 0008; see README, Partitioned layout)")
     upgrade = db_commands.add_parser("upgrade", help="upgrade to a revision (default head)")
     upgrade.add_argument("revision", nargs="?", default="head")
-    upgrade.add_argument("--partitions", type=int, metavar="N", help=partitions_help)
+    upgrade.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
     db_commands.add_parser("downgrade", help="downgrade to a revision (default base)").add_argument(
         "revision", nargs="?", default="base")
     db_commands.add_parser("current", help="print the current revision")
     sql = db_commands.add_parser("sql", help="print the upgrade SQL for review (offline)")
     sql.add_argument("revision", nargs="?", default="head")
     sql.add_argument("--start", help="revision the database is at (default: empty)")
-    sql.add_argument("--partitions", type=int, metavar="N", help=partitions_help)
+    sql.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
     db.set_defaults(handler=_db)
 
     def keyed(name: str, help: str) -> argparse.ArgumentParser:
@@ -245,9 +300,9 @@ def parser() -> argparse.ArgumentParser:
 
     def period(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--source", required=True)
-        sub.add_argument("--valid-from", type=parse_instant, help="default: open")
-        sub.add_argument("--valid-to", type=parse_instant, help="default: open")
-        sub.add_argument("--known-at", type=parse_instant, help="default: the transaction time")
+        sub.add_argument("--valid-from", type=_instant_arg, help="default: open")
+        sub.add_argument("--valid-to", type=_instant_arg, help="default: open")
+        sub.add_argument("--known-at", type=_instant_arg, help="default: the transaction time")
 
     record = keyed("record", "record a value (JSON) for a valid period")
     record.add_argument("value", help="a JSON value, e.g. 80 or '\"text\"'")
@@ -260,9 +315,9 @@ def parser() -> argparse.ArgumentParser:
     retract.set_defaults(handler=_retract)
 
     resolve = keyed("resolve", "answer (valid_at, known_at) with status")
-    resolve.add_argument("--valid-at", type=parse_instant)
-    resolve.add_argument("--known-at", type=parse_instant)
-    resolve.add_argument("--now", type=parse_instant, help="the present answers are read against")
+    resolve.add_argument("--valid-at", type=_instant_arg)
+    resolve.add_argument("--known-at", type=_instant_arg)
+    resolve.add_argument("--now", type=_instant_arg, help="the present answers are read against")
     resolve.add_argument("--json", action="store_true")
     resolve.set_defaults(handler=_resolve)
 
@@ -283,8 +338,8 @@ def parser() -> argparse.ArgumentParser:
                     "nothing, the import stops there, and the batches before it stay imported.")
     ingest.add_argument("file")
     ingest.add_argument("--format", choices=["csv", "jsonl"], help="default: from the file name")
-    ingest.add_argument("--batch-size", type=int, default=10_000, help="rows per batch (default 10000)")
-    ingest.add_argument("--max-errors", type=int, default=100, help="bad rows to list (default 100)")
+    ingest.add_argument("--batch-size", type=_count_arg, default=10_000, help="rows per batch (default 10000)")
+    ingest.add_argument("--max-errors", type=_count_arg, default=100, help="bad rows to list (default 100)")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     ingest.set_defaults(handler=_import)
 
@@ -298,14 +353,28 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def fail(message: object) -> int:
+    """Report a failure as one line on stderr; the exit status 1."""
+    line = " ".join(str(message).split())
+    print(f"bitemporal: error: {line}", file=sys.stderr)
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     try:
         args = p.parse_args(argv)
         return int(args.handler(args))
     except BitemporalError as exc:
-        print(f"bitemporal: error: {exc}", file=sys.stderr)
-        return 1
+        return fail(exc)
+    except OSError as exc:  # a file to read or write: missing, a directory, not allowed
+        where = f": {exc.filename}" if exc.filename else ""
+        return fail(f"{exc.strerror or exc}{where}")
+    except KeyboardInterrupt:
+        fail("interrupted")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last resort: never a traceback
+        return fail(f"unexpected {type(exc).__name__}: {exc} (please report this)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -40,6 +40,7 @@ from .errors import (
     InvalidPolicyError,
     InvalidStabilityError,
     UnknownItemError,
+    check_text,
 )
 from .facts import Connector, Key
 
@@ -222,10 +223,7 @@ def _check_policy(policy: object) -> Policy:
 def _check_name(what: str, value: object) -> str:
     if not isinstance(value, str) or value == "":
         raise InvalidMemoryNameError(f"{what} must be a non-empty string, not {value!r}")
-    if "\x00" in value:
-        raise InvalidMemoryNameError(
-            f"{what} contains a NUL character, which PostgreSQL text cannot hold"
-        )
+    check_text(what, value, InvalidMemoryNameError)
     if len(value.encode()) > _NAME_LIMIT:
         raise InvalidMemoryNameError(f"{what} is longer than {_NAME_LIMIT} bytes")
     return value

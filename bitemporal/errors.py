@@ -111,6 +111,48 @@ class ConfigurationError(BitemporalError):
     """The database cannot be reached or set up as configured."""
 
 
+class DatabaseError(BitemporalError):
+    """The database (or the driver) refused an operation for a reason bitemporal has no
+    class of its own for; the driver's exception is the ``__cause__``."""
+
+
+class TransientError(BitemporalError):
+    """The operation failed for a reason unrelated to its arguments, and its transaction
+    was rolled back: retrying it is safe. (When the connection was lost during a commit,
+    the write may have taken effect: a retried ``record`` of the same value is then a
+    no-op; pass an ``idempotency_key`` for exactly-once writes.)"""
+
+
+class DeadlockError(TransientError):
+    """The transaction was chosen as the victim of a deadlock (SQLSTATE 40P01)."""
+
+    sqlstate = "40P01"
+    default_hint = "retry the transaction"
+
+
+class SerializationError(TransientError):
+    """A serializable or repeatable-read transaction conflicted with another (40001)."""
+
+    sqlstate = "40001"
+    default_hint = "retry the transaction"
+
+
+class QueryCanceledError(TransientError):
+    """The statement was canceled: by ``pg_cancel_backend``, a ``statement_timeout`` or
+    a ``lock_timeout`` (57014, 55P03)."""
+
+    sqlstate = "57014"
+    default_hint = "retry, or raise the timeout if one was hit"
+
+
+class ConnectionLostError(TransientError):
+    """The connection to the database was lost: the server shut it down
+    (``pg_terminate_backend``, a restart: 57P01-57P03) or the network failed (class 08)."""
+
+    sqlstate = "57P01"
+    default_hint = "reconnect and retry"
+
+
 class SchemaNotMigratedError(ConfigurationError):
     """The database lacks the bitemporal schema: run ``bitemporal db upgrade``."""
 
@@ -302,10 +344,65 @@ _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
 # not_null_violation, check_violation
 _BAD_ROW = frozenset({"23502", "23514"})
 
+# SQLSTATEs of transient failures besides the one each class declares.
+_TRANSIENT: dict[str, type[TransientError]] = {
+    "55P03": QueryCanceledError,  # lock_not_available (lock_timeout)
+    "57P02": ConnectionLostError,  # crash_shutdown
+    "57P03": ConnectionLostError,  # cannot_connect_now
+}
 
-def error_for(exc: psycopg.Error) -> BitemporalError | None:
-    """The bitemporal error corresponding to a database error, if there is one."""
+
+def text_problem(text: str) -> str | None:
+    """Why PostgreSQL cannot hold ``text`` (a NUL, or a lone surrogate, which is not
+    Unicode and has no UTF-8 encoding), or None if it can."""
+    if "\x00" in text:
+        return "contains a NUL character, which PostgreSQL text cannot hold"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"contains a lone surrogate (U+{ord(text[exc.start]):04X} at position "
+                f"{exc.start}), which is not valid Unicode text")
+    return None
+
+
+def check_text(
+    what: str, value: str, error: type[InvalidInputError] = InvalidInputError
+) -> str:
+    """``value``, if PostgreSQL can hold it; else ``error`` naming ``what`` and why."""
+    problem = text_problem(value)
+    if problem is not None:
+        raise error(f"{what} {problem}")
+    return value
+
+
+def check_optional_text(
+    what: str, value: object, error: type[InvalidInputError] = InvalidInputError
+) -> str | None:
+    """``value`` if it is None or a string PostgreSQL can hold; else ``error``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise error(f"{what} must be a string, not {type(value).__name__}")
+    return check_text(what, value, error)
+
+
+def _client_error_for(exc: psycopg.Error) -> BitemporalError:
+    # Raised by the driver itself, with no SQLSTATE from the server.
+    if isinstance(exc, psycopg.DataError):  # e.g. a NUL in a text parameter
+        return InvalidInputError(f"a value cannot be sent to the database: {exc}")
+    if isinstance(exc, psycopg.OperationalError):  # the connection is gone
+        return ConnectionLostError(f"the connection to the database was lost: {exc}",
+                                   hint=ConnectionLostError.default_hint)
+    return DatabaseError(f"database driver error: {exc}")
+
+
+def error_for(exc: psycopg.Error) -> BitemporalError:
+    """The bitemporal error for a database or driver error: total, every psycopg error
+    maps to a :class:`BitemporalError` (:class:`DatabaseError` when nothing more
+    specific applies)."""
     sqlstate = exc.sqlstate
+    if sqlstate is None:
+        return _client_error_for(exc)
     if sqlstate == "22P05":  # jsonb cannot hold a \u0000 character
         return InvalidValueError(
             "value contains a \\u0000 character, which PostgreSQL jsonb cannot store"
@@ -314,21 +411,31 @@ def error_for(exc: psycopg.Error) -> BitemporalError | None:
         return SchemaNotMigratedError(
             "the database has no bitemporal schema", hint="run `bitemporal db upgrade`"
         )
-    cls = _BY_SQLSTATE.get(sqlstate) if sqlstate else None
-    if cls is None and sqlstate is not None and (sqlstate.startswith("22") or sqlstate in _BAD_ROW):
+    cls = _BY_SQLSTATE.get(sqlstate) or _TRANSIENT.get(sqlstate)
+    if cls is None and sqlstate.startswith("08"):
+        cls = ConnectionLostError
+    if cls is None and (sqlstate.startswith("22") or sqlstate in _BAD_ROW):
         # A column value PostgreSQL refused (application tables: a malformed
         # number, a string too long, the table's own NOT NULL or CHECK).
         cls = InvalidValueError
-    return None if cls is None else cls.from_diagnostic(exc.diag)
+    if cls is None:
+        return DatabaseError(f"{exc.diag.message_primary or exc} (SQLSTATE {sqlstate})",
+                             hint=exc.diag.message_hint)
+    return cls.from_diagnostic(exc.diag)
 
 
 @contextmanager
 def translate() -> Iterator[None]:
-    """Re-raise psycopg errors that have a bitemporal meaning as typed errors."""
+    """Re-raise every psycopg error as its :class:`BitemporalError` (see :func:`error_for`),
+    and a string the driver could not encode as :class:`InvalidInputError`, each with
+    the original as ``__cause__``."""
     try:
         yield
     except psycopg.Error as exc:
-        mapped = error_for(exc)
-        if mapped is None:
-            raise
-        raise mapped from exc
+        raise error_for(exc) from exc
+    except UnicodeEncodeError as exc:
+        # Repositories check their strings first (check_text); this is the backstop.
+        raise InvalidInputError(
+            f"a string {text_problem(exc.object) or 'cannot be encoded as UTF-8'}"
+            if isinstance(exc.object, str) else f"a string cannot be encoded: {exc}"
+        ) from exc

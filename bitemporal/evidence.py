@@ -29,7 +29,12 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from .errors import EmbeddingError, InvalidEvidenceError, InvalidSearchError
+from .errors import (
+    EmbeddingError,
+    InvalidEvidenceError,
+    InvalidSearchError,
+    check_optional_text,
+)
 from .facts import (
     JSON,
     Connector,
@@ -112,6 +117,14 @@ def _embedding(embedding: Sequence[float]) -> list[float]:
     return numbers
 
 
+def _check_passage(passage: object, document: object, language: object, recorded_by: object) -> None:
+    if not isinstance(passage, str) or not passage.strip():
+        raise InvalidEvidenceError("a passage must be non-blank text")
+    for what, text in (("passage", passage), ("document", document), ("language", language)):
+        check_optional_text(what, text, InvalidEvidenceError)
+    check_optional_text("recorded_by", recorded_by)
+
+
 def _key_args(key: Key | None) -> tuple[str | None, str | None]:
     return (None, None) if key is None else (key.entity, key.attribute)
 
@@ -140,8 +153,7 @@ class Evidence:
         ``language`` is a PostgreSQL text search configuration (``english``,
         ``german``, ``simple``, ...). ``embedding`` needs :meth:`enable_vector`.
         """
-        if not isinstance(passage, str) or not passage.strip():
-            raise InvalidEvidenceError("a passage must be non-blank text")
+        _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
         with self._atomic() as conn:
             row = conn.execute(
@@ -171,8 +183,7 @@ class Evidence:
         passage it came from, in one transaction. When the value was already known,
         the passage is attached to the existing version."""
         _check_key_part("source", source)
-        if not isinstance(passage, str) or not passage.strip():
-            raise InvalidEvidenceError("a passage must be non-blank text")
+        _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
         with self._atomic() as conn:
             row = conn.execute(
@@ -222,6 +233,8 @@ class Evidence:
         """
         if not isinstance(query, str):
             raise InvalidSearchError(f"query must be text, not {type(query).__name__}")
+        check_optional_text("query", query, InvalidSearchError)
+        check_optional_text("language", language, InvalidSearchError)
         return self._hits(
             "bitemporal.search_evidence(%s, %s, %s, %s, %s, %s, %s)",
             (query, *self._question(valid_at, known_at), _limit(limit), language, *_key_args(key)),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.rows import dict_row
 
-from .errors import InvalidKeyError, InvalidValueError
+from .errors import InvalidKeyError, InvalidValueError, check_optional_text, check_text
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
 if TYPE_CHECKING:
@@ -67,8 +67,7 @@ _KEY_PART_LIMIT = 1024
 def _check_key_part(what: str, part: object) -> str:
     if not isinstance(part, str) or part == "":
         raise InvalidKeyError(f"{what} must be a non-empty string, not {part!r}")
-    if "\x00" in part:
-        raise InvalidKeyError(f"{what} contains a NUL character, which PostgreSQL text cannot hold")
+    check_text(what, part, InvalidKeyError)
     if len(part.encode()) > _KEY_PART_LIMIT:
         raise InvalidKeyError(f"{what} is longer than {_KEY_PART_LIMIT} bytes")
     return part
@@ -161,9 +160,10 @@ def _json_text(value: JSON) -> str:
             "value must not be None", hint="to say a value no longer applies, retract its period"
         )
     try:
-        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidValueError(f"value is not JSON-serializable: {exc}") from exc
+    return check_text("value", text, InvalidValueError)
 
 
 _VERSION_COLUMNS = (
@@ -204,6 +204,7 @@ class Facts:
         writes nothing; reusing a key for a different request is an error.
         """
         _check_key_part("source", source)
+        check_optional_text("recorded_by", recorded_by)
         if idempotency_key is not None:
             _check_key_part("idempotency_key", idempotency_key)
         args = (
@@ -244,6 +245,18 @@ class Facts:
         from .bulk import record_many
 
         return record_many(self._transaction, rows, max_errors=max_errors)
+
+    def recorded_already(self, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
+        """For each row (as :meth:`record_many` takes them), whether it was recorded before:
+        it gives an explicit ``known_at``, and at that knowledge time the store already held
+        its value from its source over its whole valid period. Recording such a row again
+        changes nothing, but :meth:`record` refuses it (``BT002``) once the key has later
+        knowledge; ``bitemporal import`` skips these rows when a file is run again. Rows
+        without ``known_at``: False. Reads ``bitemporal.versions`` (the reader role's grant).
+        """
+        from .bulk import recorded_already
+
+        return recorded_already(self._reading, rows)
 
     def retract(
         self,

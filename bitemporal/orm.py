@@ -31,6 +31,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     func,
+    inspect,
     select,
 )
 from sqlalchemy.dialects.postgresql import TSTZRANGE, Range
@@ -103,8 +104,11 @@ _VERSION_COLUMNS = frozenset({"version_id", "valid_period", "known_period", "car
 
 
 def _row(obj: Bitemporal) -> dict[str, Any]:
-    table = type(obj).__table__  # type: ignore[attr-defined]
-    return {c.name: getattr(obj, c.key) for c in table.columns if c.name not in _VERSION_COLUMNS}
+    # By column name, read through the attribute mapped to each column (whose name may differ:
+    # a column "unit price" mapped as unit_price).
+    mapper = inspect(type(obj))
+    return {c.name: getattr(obj, mapper.get_property_by_column(c).key)
+            for c in mapper.local_table.columns if c.name not in _VERSION_COLUMNS}
 
 
 def record(

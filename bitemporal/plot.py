@@ -63,8 +63,11 @@ def rectangles(versions: Sequence[Version]) -> list[Rectangle]:
     return drawn
 
 
-def _limits(starts: list[datetime | None], ends: list[datetime | None]) -> tuple[datetime, datetime]:
-    finite = [t for t in (*starts, *ends) if t is not None]
+def _limits(
+    starts: list[datetime | None], ends: list[datetime | None], around: datetime
+) -> tuple[datetime, datetime]:
+    # ``around`` centres an axis whose periods are all open at both ends.
+    finite = [t for t in (*starts, *ends) if t is not None] or [around]
     lo, hi = min(finite), max(finite)
     margin = max((hi - lo) * 0.08, timedelta(days=1))
     # Open ends get room of their own, so that they read as running on.
@@ -91,8 +94,8 @@ def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: date
     if not versions:
         raise InvalidInputError("there is nothing to draw: no versions were given")
     shapes = rectangles(versions)
-    x_lo, x_hi = _limits([r.valid_start for r in shapes], [r.valid_end for r in shapes])
-    y_lo, y_hi = _limits([r.known_start for r in shapes], [r.known_end for r in shapes] + [now])
+    x_lo, x_hi = _limits([r.valid_start for r in shapes], [r.valid_end for r in shapes], now)
+    y_lo, y_hi = _limits([r.known_start for r in shapes], [r.known_end for r in shapes] + [now], now)
     figure, axes = plt.subplots(figsize=(11, 6))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     sources = sorted({v.source for v in versions})
@@ -122,6 +125,6 @@ def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: date
     axes.set_title(title)
     figure.autofmt_xdate()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    figure.savefig(path, dpi=100, format="png")  # exactly at path: no extension appended
     plt.close(figure)
     return shapes

@@ -34,7 +34,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from .errors import InvalidArtifactError, UnknownArtifactError
+from .errors import InvalidArtifactError, UnknownArtifactError, check_optional_text
 from .facts import JSON, Connector, Key, Version
 from .periods import Instant, to_optional_instant
 
@@ -200,6 +200,9 @@ class Provenance:
         retired. An artifact needs at least one input, each known by
         ``derived_at``.
         """
+        for what, text in (("kind", kind), ("ref", ref)):
+            check_optional_text(what, text, InvalidArtifactError)
+        check_optional_text("recorded_by", recorded_by)
         version_ids = _ids(versions, "versions")
         artifact_ids = _ids(artifacts, "artifacts")
         at = to_optional_instant(derived_at, name="derived_at")

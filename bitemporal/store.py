@@ -79,13 +79,14 @@ class Store:
     @contextmanager
     def _atomic(self) -> Iterator[psycopg.Connection[Any]]:
         conn = self._get()
-        if not conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-            # Outside autocommit, psycopg's transaction() on an idle connection
-            # would commit on exit; open the caller's implicit transaction first
-            # so that the block is a savepoint inside it.
-            conn.execute("SELECT 1")
-        with errors.translate(), conn.transaction():
-            yield conn
+        with errors.translate():
+            if not conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+                # Outside autocommit, psycopg's transaction() on an idle connection
+                # would commit on exit; open the caller's implicit transaction first
+                # so that the block is a savepoint inside it.
+                conn.execute("SELECT 1")
+            with conn.transaction():
+                yield conn
 
     @contextmanager
     def _writing(self) -> Iterator[psycopg.Connection[Any]]:
@@ -129,7 +130,8 @@ class Store:
 
     def now(self) -> datetime:
         """The database's present: its transaction time (``now()``)."""
-        row = self._get().execute("SELECT now()").fetchone()
+        with errors.translate():
+            row = self._get().execute("SELECT now()").fetchone()
         assert row is not None
         now: datetime = row[0]
         return now

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
-from bitemporal import Key, Store, migrate
+from bitemporal import ConnectionLostError, Key, QueryCanceledError, Store, migrate
 
 KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -62,7 +62,8 @@ def test_backend_terminated_inside_record(connect: Any, seeded: Key) -> None:
     observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
     thread.join(timeout=30)
     holder.rollback()
-    assert failure and isinstance(failure[0], psycopg.OperationalError)
+    assert failure and isinstance(failure[0], ConnectionLostError)
+    assert isinstance(failure[0].__cause__, psycopg.OperationalError)
     assert history(observer, seeded) == before
 
 
@@ -74,8 +75,9 @@ def test_statement_timeout_inside_record(connect: Any, seeded: Key) -> None:
     caller = connect(autocommit=False)
     caller.execute("SET statement_timeout = '300ms'")
     store = Store(caller)
-    with pytest.raises(psycopg.errors.QueryCanceled):
+    with pytest.raises(QueryCanceledError) as caught:
         store.facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))
+    assert isinstance(caught.value.__cause__, psycopg.errors.QueryCanceled)
     holder.rollback()
     # The write ran in a savepoint: the caller's transaction is still usable.
     store.facts.record(seeded, 90, source="forum")
@@ -140,5 +142,6 @@ def test_backend_terminated_inside_step(connect: Any) -> None:
     observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
     thread.join(timeout=30)
     holder.rollback()
-    assert failure and isinstance(failure[0], psycopg.OperationalError)
+    assert failure and isinstance(failure[0], ConnectionLostError)
+    assert isinstance(failure[0].__cause__, psycopg.OperationalError)
     assert state() == before

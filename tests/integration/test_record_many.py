@@ -548,7 +548,7 @@ def test_import_reports_bad_rows_by_file_line(
     err = capsys.readouterr().err
     # Batches: lines 1-2 (imported), 3-5 (line 5 is bad: nothing of it written), 6-7 (not reached).
     assert code == 1 and "line 5: not JSON" in err and "line 7" not in err
-    assert "lines 3-5" in err and "2 rows of earlier batches were imported (up to line 2)" in err
+    assert "lines 3-5" in err and f"lines 1-2 of {path} were committed (2 rows)" in err
     assert [v.value for v in store.facts.history(Key(f"{prefix}:e", "a"))] == [2]
 
     # Problems seen before the database are reported first; once fixed, the database's.

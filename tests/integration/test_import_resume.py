@@ -1,0 +1,147 @@
+"""An interrupted ``bitemporal import`` says which lines were committed, and running the same
+command again finishes the job: the store ends exactly as after one clean import."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from bitemporal import Key, Store, cli
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+KEYS, ROUNDS = 60, 50  # 3,000 rows
+GATE = 1020  # after this row, one for a key of its own: the test holds its lock
+
+
+def write_file(path: Path, prefix: str) -> int:
+    """Rows with explicit, increasing knowledge times: values changing, periods cutting each
+    other, and repeats that change nothing (no-ops when first imported)."""
+    lines = []
+    for n in range(KEYS * ROUNDS):
+        k, r = n % KEYS, n // KEYS
+        value = r // 3 if r % 5 else (r - 1) // 3  # every fifth round repeats the last value
+        valid_from = START + timedelta(days=r % 7)
+        row = {"entity": f"{prefix}:{k}", "attribute": "limit", "source": "s" if r % 4 else "t",
+               "value": value, "valid_from": valid_from.isoformat(),
+               "valid_to": (valid_from + timedelta(days=30)).isoformat() if r % 3 == 0 else None,
+               "known_at": (START + timedelta(seconds=n)).isoformat(), "recorded_by": "import"}
+        lines.append(json.dumps(row))
+        if n == GATE:
+            lines.append(json.dumps({**row, "entity": f"{prefix}:gate"}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines)
+
+
+def contents(store: Store, prefix: str) -> list[tuple[Any, ...]]:
+    """Every version of the prefix's keys, without version ids (which differ between runs)."""
+    rows = store.connection.execute(
+        "SELECT entity, attribute, source, value, valid_period, known_period, recorded_by,"
+        "       carried_from IS NOT NULL"
+        "  FROM bitemporal.versions WHERE entity LIKE %s", (f"{prefix}:%",)).fetchall()
+    return sorted((e.removeprefix(prefix), *rest) for e, *rest in rows)
+
+
+def import_(capsys: pytest.CaptureFixture[str], url: str, path: Path) -> tuple[int, str, str]:
+    code = cli.main(["--url", url, "import", str(path), "--batch-size", "50", "--quiet"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_rerunning_an_imported_file_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store
+) -> None:
+    prefix = f"again:{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "facts.jsonl"
+    rows = write_file(path, prefix)
+    code, out, err = import_(capsys, database_url, path)
+    assert code == 0, err
+    first = contents(store, prefix)
+    code, out, err = import_(capsys, database_url, path)
+    assert code == 0, err  # before: BT002 on the first batch
+    assert f"imported {rows:,} rows" in out and "0 created" in out and f"{rows:,} unchanged" in out
+    assert contents(store, prefix) == first
+
+
+def test_a_row_that_contradicts_recorded_knowledge_still_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store
+) -> None:
+    key = Key(f"contra:{uuid.uuid4().hex[:8]}", "limit")
+    store.facts.record(key, 1, source="s", known_at=START + timedelta(days=1))
+    path = tmp_path / "contra.jsonl"
+    path.write_text(json.dumps({"entity": key.entity, "attribute": key.attribute, "source": "s",
+                                "value": 2, "known_at": START.isoformat()}) + "\n", encoding="utf-8")
+    code, _, err = import_(capsys, database_url, path)
+    assert code == 1 and "line 1: knowledge time" in err
+    assert [v.value for v in store.facts.history(key)] == [1]
+
+
+def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store,
+    connect: Callable[..., psycopg.Connection[Any]],
+) -> None:
+    clean, resumed = f"clean:{uuid.uuid4().hex[:8]}", f"resumed:{uuid.uuid4().hex[:8]}"
+    clean_file, resumed_file = tmp_path / "clean.jsonl", tmp_path / "resumed.jsonl"
+    write_file(clean_file, clean)
+    rows = write_file(resumed_file, resumed)
+    assert import_(capsys, database_url, clean_file)[0] == 0
+
+    # A transaction holding the gate key's lock stops the import inside one batch;
+    # the backend waiting there is terminated from another connection.
+    holder = connect(autocommit=False)
+    Store(holder).facts.record(Key(f"{resumed}:gate", "limit"), 0, source="s")
+    admin = connect()
+    killed: list[int] = []
+
+    holder_pid = holder.info.backend_pid
+
+    def terminate_mid_import() -> None:
+        deadline = time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline and not killed:
+                for (pid,) in admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                        "   AND wait_event_type = 'Lock' AND query LIKE '%%bitemporal_batch_v1%%'").fetchall():
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                    killed.append(pid)
+                time.sleep(0.01)
+        finally:
+            if not killed:  # never leave the import waiting for ever
+                admin.execute("SELECT pg_terminate_backend(%s)", (holder_pid,))
+
+    killer = threading.Thread(target=terminate_mid_import)
+    killer.start()
+    code, _, err = import_(capsys, database_url, resumed_file)
+    killer.join()
+    assert killed, "the import never waited for the gate key"
+    holder.rollback()
+    assert code == 1 and "Traceback" not in err
+    first = err.splitlines()[0]
+    assert first.startswith(f"bitemporal: error: {resumed_file}: ") and "terminating connection" in first
+    match = re.search(rf"lines 1-(\d+) of {re.escape(str(resumed_file))} were committed", first)
+    assert match, first
+    assert "re-run the same command to continue" in first
+    committed = int(match.group(1))
+    assert committed == GATE // 50 * 50  # every batch before the gate's
+    # Exactly the lines said: the store holds what a clean import of those lines holds.
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("".join(clean_file.read_text(encoding="utf-8").splitlines(keepends=True)[:committed]),
+                       encoding="utf-8")
+    scratch = f"partial:{uuid.uuid4().hex[:8]}"
+    partial.write_text(partial.read_text(encoding="utf-8").replace(f'"{clean}:', f'"{scratch}:'), encoding="utf-8")
+    assert import_(capsys, database_url, partial)[0] == 0
+    assert contents(store, resumed) == contents(store, scratch)
+
+    code, out, err = import_(capsys, database_url, resumed_file)
+    assert code == 0, err
+    assert f"imported {rows:,} rows" in out
+    assert contents(store, resumed) == contents(store, clean)
