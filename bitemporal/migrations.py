@@ -17,15 +17,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, pool, text
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, create_engine, exc, pool, text
 
 from .database import database_url, sqlalchemy_url
-from .errors import ConfigurationError
+from .errors import ConfigurationError, DowngradeWouldLoseDataError, MigrationError, error_for
 
 SCHEMA = "bitemporal"
 VERSION_TABLE = "alembic_version"
@@ -130,11 +132,54 @@ def check_layout(connection: Connection, partitions: int | None) -> None:
     )
 
 
+def _tables(connection: Connection) -> list[str]:
+    """Our tables (a partitioned table once, its partitions not), version table aside."""
+    return list(connection.execute(
+        text("""SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+                  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = :schema AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+                   AND c.relname <> :version_table"""),
+        {"schema": SCHEMA, "version_table": VERSION_TABLE},
+    ).scalars())
+
+
+def _rows(connection: Connection, table: str) -> int:
+    return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def _downgrade_keeping_data(connection: Connection, migrate_down: Any, revision: str, force: bool) -> None:
+    """Run ``migrate_down`` in a savepoint; if it dropped tables that held rows and
+    ``force`` is false, roll it back and raise :class:`DowngradeWouldLoseDataError`.
+
+    Which tables a downgrade drops is seen by running it, so the rule holds for
+    every migration, later ones included.
+    """
+    holding = [t for t in _tables(connection)
+               if connection.execute(text(f"SELECT EXISTS (SELECT FROM {t})")).scalar()]
+    savepoint = connection.begin_nested()
+    migrate_down()
+    dropped = [t for t in holding if t not in set(_tables(connection))]
+    if not dropped or force:
+        savepoint.commit()
+        return
+    savepoint.rollback()
+    lost = {t: _rows(connection, t) for t in dropped}
+    listed = ", ".join(f"{t} ({n} {'row' if n == 1 else 'rows'})" for t, n in lost.items())
+    raise DowngradeWouldLoseDataError(
+        f"downgrading to {revision} would drop {len(lost)} tables holding data, "
+        f"lost for good: {listed}; nothing was changed",
+        hint=f"back them up first (pg_dump --schema={SCHEMA}), then repeat with --force "
+             "(bitemporal db downgrade REVISION --force; bitemporal.downgrade(url, revision, force=True))",
+        tables=lost,
+    )
+
+
 def run(
     connection: Connection,
     revision: str,
     *,
     downgrade: bool = False,
+    force: bool = False,
     lock_timeout: str = LOCK_TIMEOUT,
     partitions: int | None = None,
 ) -> None:
@@ -142,7 +187,9 @@ def run(
 
     This drives Alembic's MigrationContext directly instead of going through
     ``env.py``, so it also works while another Alembic command is running, e.g.
-    from an application's own ``env.py``. ``partitions``: see :func:`migrate`.
+    from an application's own ``env.py``. ``partitions``: see :func:`migrate`;
+    ``force``: see :func:`downgrade`. A refusal or a failure raises a
+    :class:`~bitemporal.errors.BitemporalError` (the database's error as its cause).
     """
     partitions = partitions_option(partitions)
     script = ScriptDirectory.from_config(config())
@@ -152,15 +199,29 @@ def run(
             return script._downgrade_revs(revision, current)
         return script._upgrade_revs(revision, current)
 
-    prepare(connection, lock_timeout)
-    context = MigrationContext.configure(
-        connection,
-        opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
-              "script": script, PARTITIONS_OPTION: partitions},
-    )
-    with Operations.context(context):
-        context.run_migrations()
-    check_layout(connection, partitions)
+    try:
+        prepare(connection, lock_timeout)
+        context = MigrationContext.configure(
+            connection,
+            opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
+                  "script": script, PARTITIONS_OPTION: partitions},
+        )
+
+        def migrate_steps() -> None:
+            with Operations.context(context):
+                context.run_migrations()
+
+        if downgrade:
+            _downgrade_keeping_data(connection, migrate_steps, revision, force)
+        else:
+            migrate_steps()
+        check_layout(connection, partitions)
+    except CommandError as error:
+        raise MigrationError(f"cannot migrate to {revision!r}: {error}") from error
+    except exc.DBAPIError as error:
+        cause = error.orig
+        mapped = error_for(cause) if isinstance(cause, psycopg.Error) else None
+        raise (mapped or MigrationError(f"migration failed: {cause}")) from error
 
 
 @contextmanager
@@ -204,10 +265,17 @@ def migrate(
         run(connection, revision, lock_timeout=lock_timeout, partitions=partitions)
 
 
-def downgrade(target: Target = None, revision: str = "base") -> None:
-    """Downgrade the database to ``revision`` (default: remove the schema's objects)."""
+def downgrade(target: Target, revision: str, *, force: bool = False) -> None:
+    """Downgrade the database to ``revision`` (``"base"``: remove the schema's objects).
+
+    ``target`` as for :func:`migrate` (None: the default URL). The target revision is
+    required. A downgrade that would drop tables holding rows (fact versions, keys,
+    memory items, evidence, artifacts, the application table registry, ...) is
+    refused with :class:`~bitemporal.errors.DowngradeWouldLoseDataError`, which lists
+    them, unless ``force`` is true; it then changes nothing.
+    """
     with _connection(target) as connection:
-        run(connection, revision, downgrade=True)
+        run(connection, revision, downgrade=True, force=force)
 
 
 def current(target: Target = None) -> str | None:
