@@ -14,6 +14,7 @@ import re
 from argparse import Namespace
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,15 @@ from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, create_engine, exc, pool, text
 
 from .database import database_url, sqlalchemy_url
-from .errors import ConfigurationError, DowngradeWouldLoseDataError, MigrationError, error_for
+from .errors import (
+    ConfigurationError,
+    DowngradeWouldLoseDataError,
+    MigrationError,
+    SchemaBehindError,
+    SchemaNotMigratedError,
+    error_for,
+    translate,
+)
 
 SCHEMA = "bitemporal"
 VERSION_TABLE = "alembic_version"
@@ -104,6 +113,20 @@ def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
     connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('bitemporal.migrations'))"))
     connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": lock_timeout})
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+
+
+# The reader and writer roles may not read the version table (the auditor may),
+# but every role reads the catalog: each migration leaves the revision in the
+# version table's comment too, where connect() checks it. No % or : in the
+# text, so that it passes unchanged through SQLAlchemy and the offline script.
+STAMP_PREFIX = "bitemporal schema at revision "
+STAMP = f"""DO $stamp$
+BEGIN
+    EXECUTE 'COMMENT ON TABLE {SCHEMA}.{VERSION_TABLE} IS ' || pg_catalog.quote_literal(
+        '{STAMP_PREFIX}' || coalesce((SELECT pg_catalog.string_agg(v.version_num, ' ')
+                                        FROM {SCHEMA}.{VERSION_TABLE} v), 'none'));
+END
+$stamp$"""
 
 
 def check_layout(connection: Connection, partitions: int | None) -> None:
@@ -215,6 +238,7 @@ def run(
             _downgrade_keeping_data(connection, migrate_steps, revision, force)
         else:
             migrate_steps()
+        connection.execute(text(STAMP))
         check_layout(connection, partitions)
     except CommandError as error:
         raise MigrationError(f"cannot migrate to {revision!r}: {error}") from error
@@ -287,11 +311,63 @@ def current(target: Target = None) -> str | None:
         return context.get_current_revision()
 
 
+@cache
+def revisions() -> tuple[str, ...]:
+    """The revisions the package ships, oldest first."""
+    script = ScriptDirectory.from_config(config())
+    return tuple(r.revision for r in reversed(list(script.walk_revisions())))
+
+
 def head() -> str:
     """The newest revision the package ships."""
-    revision = ScriptDirectory.from_config(config()).get_current_head()
-    assert revision is not None
-    return revision
+    return revisions()[-1]
+
+
+_SCHEMA_STATE = """
+    SELECT n.oid IS NOT NULL,
+           c.oid IS NOT NULL AND pg_catalog.has_table_privilege(c.oid, 'SELECT'),
+           pg_catalog.obj_description(c.oid, 'pg_class')
+      FROM (SELECT) AS one
+      LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = %(schema)s
+      LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = %(table)s"""
+
+_UPGRADE = "run `bitemporal db upgrade` as a role that may create the schema"
+
+
+def require_head(conn: psycopg.Connection[Any]) -> None:
+    """Raise unless the database's schema is at this package's head revision.
+
+    Never migrates, so any role can run it: the revision is read from the version
+    table where the role may, else from the comment migrations leave on it. A
+    revision this package does not know is a newer release's, and is accepted
+    (applications on the previous release keep running while a deploy upgrades).
+    Raises :class:`~bitemporal.errors.SchemaNotMigratedError` if there is no
+    schema, :class:`~bitemporal.errors.SchemaBehindError` if it is older.
+    """
+    with translate():
+        row = conn.execute(_SCHEMA_STATE, {"schema": SCHEMA, "table": VERSION_TABLE}).fetchone()
+        assert row is not None
+        has_schema, readable, comment = row
+        revision: str | None = None
+        if readable:
+            found = conn.execute(
+                f"SELECT string_agg(version_num, ' ') FROM {SCHEMA}.{VERSION_TABLE}").fetchone()
+            revision = found[0] if found else None
+        elif comment is not None and comment.startswith(STAMP_PREFIX):
+            stamped = comment[len(STAMP_PREFIX):]
+            revision = None if stamped == "none" else stamped
+        elif has_schema and comment is None:
+            raise SchemaBehindError(
+                f"the revision of the {SCHEMA} schema is not recorded where this role can read it "
+                "(it was migrated by an older release)", hint=_UPGRADE)
+    if not has_schema or revision is None:
+        raise SchemaNotMigratedError(
+            f"the database has no {SCHEMA} schema",
+            hint=f"{_UPGRADE}, or connect with migrate=True")
+    if revision != head() and revision in revisions():
+        raise SchemaBehindError(
+            f"the {SCHEMA} schema is at revision {revision}, older than this package's {head()}",
+            hint=_UPGRADE)
 
 
 def sql_script(revision: str = "head", *, start: str | None = None, partitions: int | None = None) -> str:
