@@ -104,14 +104,39 @@ def config(*, output: io.StringIO | None = None) -> Config:
 LOCK_TIMEOUT = "10s"
 
 
+# Run before anything is migrated, online and in the offline script: a schema
+# another role created first stays that role's, and its owner could replace our
+# functions (which every caller runs, superusers included) or drop the history.
+# No % or : in the text, so that it passes unchanged through SQLAlchemy and Alembic.
+OWNER_GUARD = f"""DO $guard$
+DECLARE
+    owner text := (SELECT pg_catalog.pg_get_userbyid(n.nspowner) FROM pg_catalog.pg_namespace n
+                    WHERE n.nspname = '{SCHEMA}');
+BEGIN
+    IF owner <> current_user THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'BT501',
+            MESSAGE = 'schema {SCHEMA} is owned by role ' || pg_catalog.quote_ident(owner)
+                   || ', not by ' || pg_catalog.quote_ident(current_user)
+                   || ', who is migrating it; its owner could replace the bitemporal functions or drop the history',
+            HINT = 'Migrate as the schema''s owner (SET ROLE), or, if that role is not trusted, '
+                   'drop the schema and migrate again.';
+    END IF;
+END
+$guard$"""
+
+
 def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
-    """Take the migration lock, bound lock waits, and create the schema holding our version table.
+    """Take the migration lock, bound lock waits, refuse a schema another role owns
+    (:class:`~bitemporal.errors.SchemaOwnershipError`), and create the schema
+    holding our version table.
 
     The advisory lock makes concurrent deployments take turns; it is held
     until the transaction ends.
     """
     connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('bitemporal.migrations'))"))
     connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": lock_timeout})
+    connection.execute(text(OWNER_GUARD))
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, pool, text
 from bitemporal.database import database_url, sqlalchemy_url
 from bitemporal.migrations import (
     LOCK_TIMEOUT,
+    OWNER_GUARD,
     PARTITIONS_OPTION,
     SCHEMA,
     STAMP,
@@ -37,6 +38,7 @@ def run_offline() -> None:
     with context.begin_transaction():
         # What prepare() does online, minus the advisory lock (a script runs once).
         context.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        context.execute(OWNER_GUARD)
         context.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
         context.run_migrations()
         context.execute(STAMP)
