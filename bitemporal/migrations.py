@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import re
 from argparse import Namespace
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -195,7 +195,9 @@ def _rows(connection: Connection, table: str) -> int:
     return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
 
 
-def _downgrade_keeping_data(connection: Connection, migrate_down: Any, revision: str, force: bool) -> None:
+def _downgrade_keeping_data(
+    connection: Connection, migrate_down: Callable[[], None], revision: str, force: bool
+) -> None:
     """Run ``migrate_down`` in a savepoint; if it dropped tables that held rows and
     ``force`` is false, roll it back and raise :class:`DowngradeWouldLoseDataError`.
 
@@ -206,7 +208,8 @@ def _downgrade_keeping_data(connection: Connection, migrate_down: Any, revision:
                if connection.execute(text(f"SELECT EXISTS (SELECT FROM {t})")).scalar()]
     savepoint = connection.begin_nested()
     migrate_down()
-    dropped = [t for t in holding if t not in set(_tables(connection))]
+    remaining = set(_tables(connection))
+    dropped = [t for t in holding if t not in remaining]
     if not dropped or force:
         savepoint.commit()
         return
@@ -220,6 +223,21 @@ def _downgrade_keeping_data(connection: Connection, migrate_down: Any, revision:
              "(bitemporal db downgrade REVISION --force; bitemporal.downgrade(url, revision, force=True))",
         tables=lost,
     )
+
+
+@contextmanager
+def translated(failure: str) -> Iterator[None]:
+    """Alembic's and the database's errors as typed ones: the error the SQLSTATE
+    declares (see :func:`bitemporal.errors.error_for`), else a
+    :class:`~bitemporal.errors.MigrationError` saying ``failure``."""
+    try:
+        yield
+    except CommandError as error:
+        raise MigrationError(f"{failure}: {error}") from error
+    except exc.DBAPIError as error:
+        cause = error.orig
+        mapped = error_for(cause) if isinstance(cause, psycopg.Error) else None
+        raise (mapped or MigrationError(f"{failure}: {cause}")) from error
 
 
 def run(
@@ -247,7 +265,7 @@ def run(
             return script._downgrade_revs(revision, current)
         return script._upgrade_revs(revision, current)
 
-    try:
+    with translated(f"cannot migrate to {revision!r}"):
         prepare(connection, lock_timeout)
         context = MigrationContext.configure(
             connection,
@@ -265,12 +283,6 @@ def run(
             migrate_steps()
         connection.execute(text(STAMP))
         check_layout(connection, partitions)
-    except CommandError as error:
-        raise MigrationError(f"cannot migrate to {revision!r}: {error}") from error
-    except exc.DBAPIError as error:
-        cause = error.orig
-        mapped = error_for(cause) if isinstance(cause, psycopg.Error) else None
-        raise (mapped or MigrationError(f"migration failed: {cause}")) from error
 
 
 @contextmanager
@@ -310,7 +322,7 @@ def migrate(
     If the database is past 0008 with another layout, the upgrade fails and
     says how to convert it.
     """
-    with _connection(target) as connection:
+    with translated(f"cannot migrate to {revision!r}"), _connection(target) as connection:
         run(connection, revision, lock_timeout=lock_timeout, partitions=partitions)
 
 
@@ -323,13 +335,13 @@ def downgrade(target: Target, revision: str, *, force: bool = False) -> None:
     refused with :class:`~bitemporal.errors.DowngradeWouldLoseDataError`, which lists
     them, unless ``force`` is true; it then changes nothing.
     """
-    with _connection(target) as connection:
+    with translated(f"cannot downgrade to {revision!r}"), _connection(target) as connection:
         run(connection, revision, downgrade=True, force=force)
 
 
 def current(target: Target = None) -> str | None:
     """The revision the database is at, or None if never migrated."""
-    with _connection(target) as connection:
+    with translated("cannot read the schema's revision"), _connection(target) as connection:
         context = MigrationContext.configure(
             connection, opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA}
         )

@@ -53,7 +53,7 @@ def roles(empty_database_url: str) -> Iterator[dict[str, str]]:
                       (names["reader"],))
         # Least privilege, also on servers older than 15 where PUBLIC may create in public.
         admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-    yield {kind: as_user(empty_database_url, name) for kind, name in names.items()}
+    yield {"owner": empty_database_url} | {kind: as_user(empty_database_url, name) for kind, name in names.items()}
     with psycopg.connect(empty_database_url, autocommit=True) as admin:
         for name in names.values():
             admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
@@ -79,6 +79,12 @@ def test_the_cli_works_for_the_application_and_reader_roles(
     assert (code, err) == (0, "") and json.loads(out)["value"] == 50
     code, _, err = run(capsys, "--url", reader, "record", "mailer:prod", "limit", "80", "--source", "policy")
     assert code == 1 and err.startswith("bitemporal: error: permission denied")
+    # Migrating is for the schema's owner: the roles get a typed error, not a traceback.
+    for role in (app, reader):
+        for command in (("db", "upgrade"), ("db", "downgrade", "base", "--force"), ("db", "current")):
+            code, _, err = run(capsys, "--url", role, *command)
+            assert code == 1 and err.startswith("bitemporal: error: "), (command, err)
+    assert migrations.current(roles["owner"]) == migrations.head()
 
 
 def test_the_api_works_for_the_application_and_reader_roles(roles: dict[str, str]) -> None:
@@ -108,6 +114,13 @@ def test_a_missing_schema_names_the_command_and_creates_nothing(
     with bitemporal.connect(url, migrate=True) as store:
         assert store.facts.record(Key("mailer:prod", "limit"), 1, source="s").created
     assert migrations.current(url) == migrations.head()
+
+
+def test_an_unreachable_database_is_an_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    nowhere = "postgresql://127.0.0.1:1/nowhere?connect_timeout=2"
+    for command in (("db", "upgrade"), ("db", "current"), ("resolve", "e", "a")):
+        code, _, err = run(capsys, "--url", nowhere, *command)
+        assert code == 1 and err.startswith("bitemporal: error: "), (command, err)
 
 
 def test_a_schema_behind_head_names_the_command(
