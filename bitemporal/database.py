@@ -49,7 +49,8 @@ Client = tuple[int, float]  # pid, process start time (a reused pid is another p
 
 
 def _client(pid: int) -> Client | None:
-    """The live process ``pid`` as a client entry; None if it is gone (or a zombie)."""
+    """The live process ``pid`` as a client entry; None if it is gone (or a zombie).
+    Raises ``psutil.AccessDenied`` for a process this user may not inspect."""
     try:
         process = psutil.Process(pid)
         if process.status() == psutil.STATUS_ZOMBIE:
@@ -57,6 +58,13 @@ def _client(pid: int) -> Client | None:
         return pid, float(process.create_time())
     except psutil.NoSuchProcess:
         return None
+
+
+def _still_running(entry: Client) -> bool:
+    try:
+        return _client(entry[0]) == entry
+    except psutil.AccessDenied:
+        return True  # it exists and we cannot tell: it may still use the server
 
 
 @contextmanager
@@ -70,7 +78,7 @@ def _clients(data_dir: Path) -> Iterator[set[Client]]:
             listed = {(int(pid), float(started)) for pid, started in json.loads(file.read() or "[]")}
         except (ValueError, TypeError):
             listed = set()  # unreadable: only live processes matter, and they re-register
-        live = {entry for entry in listed if _client(entry[0]) == entry}
+        live = {entry for entry in listed if _still_running(entry)}
         yield live
         file.seek(0)
         file.truncate()
