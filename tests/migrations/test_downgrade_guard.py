@@ -113,3 +113,16 @@ def test_application_tables_are_never_dropped(empty_database_url: str) -> None:
         with pytest.raises(TableDefinitionError, match="application tables still exist: public.plan"):
             bitemporal.downgrade(url, "0005", force=force)
     assert migrations.current(url) == migrations.head()
+
+
+def test_the_partitioned_layout_is_counted_as_one_table(empty_database_url: str) -> None:
+    url = empty_database_url
+    bitemporal.migrate(url, partitions=4)
+    seed(url)
+    with pytest.raises(DowngradeWouldLoseDataError) as refused:
+        bitemporal.downgrade(url, "base")
+    assert refused.value.tables["bitemporal.fact_version"] == VERSIONS
+    assert not [t for t in refused.value.tables if t.startswith("bitemporal.fact_version_")]
+    # Leaving the partitioned layout (0008's downgrade) keeps every version: no force needed.
+    bitemporal.downgrade(url, "0007")
+    assert versions(url) == VERSIONS
