@@ -219,8 +219,8 @@ def _downgrade_keeping_data(
     raise DowngradeWouldLoseDataError(
         f"downgrading to {revision} would drop {len(lost)} tables holding data, "
         f"lost for good: {listed}; nothing was changed",
-        hint=f"back them up first (pg_dump --schema={SCHEMA}), then repeat with --force "
-             "(bitemporal db downgrade REVISION --force; bitemporal.downgrade(url, revision, force=True))",
+        hint=f"back them up first with pg_dump --schema={SCHEMA}, then repeat with --force, "
+             "or with force=True from Python",
         tables=lost,
     )
 
