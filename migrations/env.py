@@ -7,13 +7,15 @@ application's own Alembic history in the same database.
 """
 
 from alembic import context
-from sqlalchemy import create_engine, pool
+from sqlalchemy import create_engine, pool, text
 
 from bitemporal.database import database_url, sqlalchemy_url
 from bitemporal.migrations import (
     LOCK_TIMEOUT,
+    OWNER_GUARD,
     PARTITIONS_OPTION,
     SCHEMA,
+    STAMP,
     VERSION_TABLE,
     check_layout,
     partitions_option,
@@ -36,8 +38,10 @@ def run_offline() -> None:
     with context.begin_transaction():
         # What prepare() does online, minus the advisory lock (a script runs once).
         context.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        context.execute(OWNER_GUARD)
         context.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
         context.run_migrations()
+        context.execute(STAMP)
 
 
 def run_online() -> None:
@@ -48,6 +52,7 @@ def run_online() -> None:
         with context.begin_transaction():
             prepare(connection)
             context.run_migrations()
+            connection.execute(text(STAMP))
             check_layout(connection, partitions)
 
 

@@ -57,7 +57,7 @@ def test_db_commands(capsys: pytest.CaptureFixture[str], database_url: str, empt
     assert run(capsys, "--url", empty_database_url, "db", "current")[1].strip() == "(not migrated)"
     assert run(capsys, "--url", empty_database_url, "db", "upgrade")[0] == 0
     assert run(capsys, "--url", empty_database_url, "db", "current")[1].strip() == migrations.head()
-    assert run(capsys, "--url", empty_database_url, "db", "downgrade")[0] == 0
+    assert run(capsys, "--url", empty_database_url, "db", "downgrade", "base")[0] == 0
     assert run(capsys, "--url", empty_database_url, "db", "current")[1].strip() == "(not migrated)"
     code, out, _ = run(capsys, "db", "sql")
     assert code == 0 and "CREATE TABLE bitemporal.fact_version" in out and "COMMIT" in out

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import bitemporal
+from bitemporal import cli
 from bitemporal.demo import KEY, WRITES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
@@ -35,6 +36,7 @@ def psql(url: str, script: str) -> str:
 
 def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BITEMPORAL_DATABASE_URL", empty_database_url)
+    assert cli.main(["db", "upgrade"]) == 0  # as the section says, before the examples
     # The fact store, then working memory, in one session as a reader would run them.
     facts, memory = blocks("python", "Python")[0], blocks("python", "Working memory: decay with reinforcement")[0]
     namespace: dict[str, object] = {}
@@ -58,7 +60,7 @@ def test_psql_examples(empty_database_url: str, migrate_database: Any) -> None:
 @needs_psql
 def test_audit_queries(empty_database_url: str) -> None:
     """The "Auditing with psql" queries, on the worked example and a session with evictions."""
-    store = bitemporal.connect(empty_database_url)
+    store = bitemporal.connect(empty_database_url, migrate=True)
     for w in WRITES:
         store.facts.record(KEY, w.value, source=w.source, valid_from=w.valid_from, valid_to=w.valid_to,
                            known_at=w.known_at)

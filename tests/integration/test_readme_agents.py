@@ -24,6 +24,7 @@ def blocks(language: str) -> list[str]:
 
 def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BITEMPORAL_DATABASE_URL", empty_database_url)
+    bitemporal.migrate()  # deployed first (`bitemporal db upgrade`): connect() does not migrate
     explain, provenance = blocks("python")
     namespace: dict[str, object] = {}
     exec(compile(explain, "README.md", "exec"), namespace)  # noqa: S102 - our own README

@@ -42,6 +42,7 @@ from bitemporal import (
     Store,
     UnknownKeyError,
     cli,
+    migrations,
 )
 
 #: Valid-time edges: the first of January to May 2026 (bound 0: open start, 6: open end).
@@ -602,6 +603,7 @@ def test_readme_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
     sql_blocks = re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
     assert len(python) == 1 and len(sql_blocks) == 1
     monkeypatch.setenv("BITEMPORAL_DATABASE_URL", empty_database_url)
+    migrations.migrate()  # deployed first (`bitemporal db upgrade`): connect() does not migrate
     namespace: dict[str, Any] = {}
     exec(compile(python[0], "README.md", "exec"), namespace)  # noqa: S102 - our own README
     assert [r.created for r in namespace["results"]] == [True, True, True]

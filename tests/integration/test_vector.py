@@ -157,7 +157,7 @@ def test_downgrade_drops_the_embeddings_table(make_database: Any) -> None:
         store.evidence.enable_vector(3)
         version = store.facts.record(Key("doc", "limit"), 80, source="policy").version_id
         store.evidence.add(version, "The limit is 80 MB.", embedding=[1, 2, 3])
-    migrations.downgrade(url, "0002")
+    migrations.downgrade(url, "0002", force=True)  # the evidence goes with its tables
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT to_regclass('bitemporal.evidence_embedding')").fetchone() == (None,)
     bitemporal.migrate(url)

@@ -76,7 +76,7 @@ def test_separate_histories(tmp_path: Path, empty_database_url: str) -> None:
     command.upgrade(app_config(tmp_path, url), "head")
     migrations.migrate(url)
     assert versions(url) == {"app": ["app0001"], "bitemporal": [migrations.head()]}
-    migrations.downgrade(url)
+    migrations.downgrade(url, "base")
     assert versions(url) == {"app": ["app0001"], "bitemporal": []}
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT to_regclass('public.app_orders')").fetchone() == ("app_orders",)

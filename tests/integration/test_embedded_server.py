@@ -1,0 +1,98 @@
+"""The embedded server stops when its last live client exits, even after a client was killed.
+
+Each client is a process of its own using bitemporal.database.embedded_url on one data
+directory, as CLI runs and applications without a database URL do.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+# A client: starts (or reuses) the server, says its URL, and exits when its stdin closes.
+CLIENT = """
+import sys
+from pathlib import Path
+from bitemporal.database import embedded_url
+print(embedded_url(Path(sys.argv[1])), flush=True)
+sys.stdin.read()
+"""
+
+
+def postmaster_pid(data_dir: Path) -> int:
+    return int((data_dir / "postmaster.pid").read_text().splitlines()[0])
+
+
+def running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "pgdata"
+    yield path
+    # Whatever the test found, leave no server behind.
+    if (path / "postmaster.pid").exists() and running(pid := postmaster_pid(path)):
+        os.kill(pid, signal.SIGINT)
+
+
+def client(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([sys.executable, "-c", CLIENT, str(data_dir)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    assert url.startswith("postgresql://"), url
+    return process, url
+
+
+def exit_normally(process: subprocess.Popen[str]) -> None:
+    process.communicate(timeout=60)  # closes its stdin, then waits
+    assert process.returncode == 0
+
+
+def stopped_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_killed_client_does_not_keep_the_server_running(data_dir: Path) -> None:
+    killed, url = client(data_dir)
+    normal, same_url = client(data_dir)
+    assert same_url == url
+    pid = postmaster_pid(data_dir)
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=30)
+    assert killed.returncode == -signal.SIGKILL
+    # The killed client's share is gone; the other client still uses the server.
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    exit_normally(normal)
+    assert stopped_within(pid, 30), "the server outlived its last client"
+
+
+def test_the_server_stays_up_while_a_client_lives(data_dir: Path) -> None:
+    first, url = client(data_dir)
+    second, _ = client(data_dir)
+    pid = postmaster_pid(data_dir)
+    exit_normally(first)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert running(pid)
+    exit_normally(second)
+    assert stopped_within(pid, 30)
