@@ -28,6 +28,7 @@ import sqlalchemy
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from .adapters import cursor
 from .changes import ChangeKind
 from .errors import InvalidKeyError, InvalidValueError, UnknownTableError
 from .facts import Connector, Recorded
@@ -208,8 +209,8 @@ class ApplicationTables:
         ).format(row_type=d.row_type, function=d.function("record"),
                  args=self._named_args((*d.key_columns, *d.value_columns)))
         params = (_row_json(row), *period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"))
-        with self._atomic() as conn:
-            result = conn.execute(query, params).fetchone()
+        with self._atomic() as conn, cursor(conn) as cur:
+            result = cur.execute(query, params).fetchone()
         assert result is not None
         return Recorded(result[0], result[1], tuple(result[2]), result[3])
 
@@ -264,7 +265,7 @@ class ApplicationTables:
                      match=sql.SQL(" AND ").join(
                          sql.SQL("v.{0} = r.{0}").format(sql.Identifier(c)) for c in d.key_columns))
             params = (*instants, _row_json(key))
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, params)]
 
     def history(self, table: TableRef, key: Mapping[str, Any]) -> list[TableVersion]:
@@ -276,7 +277,7 @@ class ApplicationTables:
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
         ).format(columns=sql.SQL(", ").join(sql.Identifier("v", c) for c in _version_columns(d)),
                  row_type=d.row_type, function=d.function("history"), args=self._named_args(d.key_columns))
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, (_row_json(key),))]
 
     def changes(
@@ -288,5 +289,5 @@ class ApplicationTables:
             "SELECT change, changed_at, version_id, by_version_ids FROM {function}(%s, %s)"
         ).format(function=d.function("changes"))
         params = (to_optional_instant(known_from, name="known_from"), to_optional_instant(known_to, name="known_to"))
-        with self._reading() as conn:
-            return [TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3])) for r in conn.execute(query, params)]
+        with self._reading() as conn, cursor(conn) as cur:
+            return [TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3])) for r in cur.execute(query, params)]

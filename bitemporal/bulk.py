@@ -28,6 +28,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from .adapters import cursor
 from .errors import (
     BatchError,
     BitemporalError,
@@ -35,7 +36,8 @@ from .errors import (
     InvalidTimeError,
     InvalidValueError,
 )
-from .facts import JSON, Connector, Key, Recorded, _check_key_part, _json_text
+from .facts import Connector, Key, Recorded, _check_key_part, _json_text
+from .jsonvalues import JSON
 from .periods import Instant, Period, to_optional_instant
 
 #: The fields of a row, in the order of the CSV header ``bitemporal import`` expects.
@@ -211,7 +213,7 @@ def record_many(
         return []
     with atomic() as conn:
         conn.execute(_STAGING)
-        with conn.cursor() as cur:
+        with cursor(conn) as cur:
             with cur.copy(_COPY) as copy:
                 for row in staged:
                     copy.write_row(row)

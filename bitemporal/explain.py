@@ -33,7 +33,9 @@ from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any
 
-from .facts import JSON, Connector, Interpretation, Key, Status
+from .adapters import cursor
+from .facts import Connector, Interpretation, Key, Status
+from .jsonvalues import JSON, RawJSON, dumps
 from .periods import Instant, to_optional_instant
 
 # Writing times and values the way sql/formatting.v1.sql does.
@@ -70,9 +72,9 @@ def human_time(t: datetime) -> str:
 
 def human_value(value: JSON) -> str:
     """A string as itself, anything else as JSON (``80``, ``true``, ``{"mb": 80}``)."""
-    if isinstance(value, str):
+    if isinstance(value, str) and not isinstance(value, RawJSON):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return dumps(value)
 
 
 # The object.
@@ -290,8 +292,8 @@ def fetch(
         to_optional_instant(known_at, name="known_at"),
         to_optional_instant(now, name="now"),
     )
-    with reading() as conn:
-        row = conn.execute("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args).fetchone()
+    with reading() as conn, cursor(conn) as cur:
+        row = cur.execute("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args).fetchone()
     assert row is not None
     return Explanation.from_dict(row[0])
 
