@@ -27,6 +27,7 @@ from typing import Any
 from . import demo, migrations
 from .errors import BitemporalError, InvalidTimeError, InvalidValueError
 from .facts import Answer, Key, Version
+from .jsonvalues import dumps
 from .periods import Instant
 from .report import format_table, stamp
 from .store import connect
@@ -93,7 +94,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
 def _versions_table(versions: Sequence[Version]) -> str:
     header = ("version", "source", "value", "valid from", "valid to", "known from", "known to")
     rows = [
-        (v.version_id, v.source, json.dumps(v.value), stamp(v.valid_period.start) or "(open)",
+        (v.version_id, v.source, dumps(v.value), stamp(v.valid_period.start) or "(open)",
          stamp(v.valid_period.end) or "(open)", stamp(v.known_period.start),
          stamp(v.known_period.end) or "(open)")
         for v in versions
@@ -145,10 +146,10 @@ def _resolve(args: argparse.Namespace) -> int:
             now=args.now,
         )
     if args.json:
-        print(json.dumps(answer_json(answer), indent=2))
+        print(dumps(answer_json(answer), indent=2))
         return 0
-    value = json.dumps(answer.value) if answer.value is not None else (
-        " | ".join(map(json.dumps, answer.values)) or "-")
+    value = dumps(answer.value) if answer.value is not None else (
+        " | ".join(map(dumps, answer.values)) or "-")
     print(
         f"{answer.key}: {value}\n"
         f"status: {answer.status.value}; interpretation: {answer.interpretation.value}\n"
@@ -164,7 +165,7 @@ def _history(args: argparse.Namespace) -> int:
     with connect(args.url) as store:
         versions = store.facts.history(Key(args.entity, args.attribute))
     if args.json:
-        print(json.dumps([_version_json(v) for v in versions], indent=2))
+        print(dumps([_version_json(v) for v in versions], indent=2))
     else:
         sys.stdout.write(_versions_table(versions))
     return 0

@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
@@ -258,10 +259,9 @@ class Explanation:
             "versions": [v.as_dict() for v in self.versions],
         }
 
-    def to_json(self, **kwargs: Any) -> str:
-        """:meth:`as_dict` as JSON text (keyword arguments go to :func:`json.dumps`)."""
-        kwargs.setdefault("ensure_ascii", False)
-        return json.dumps(self.as_dict(), **kwargs)
+    def to_json(self, *, indent: int | None = None) -> str:
+        """:meth:`as_dict` as JSON text, numbers exact (:func:`bitemporal.jsonvalues.dumps`)."""
+        return dumps(self.as_dict(), indent=indent)
 
     def qualification(self, code: str) -> Qualification | None:
         """The qualification with ``code``, if the answer carries one."""
@@ -476,7 +476,7 @@ def _same_number(a: float, b: float) -> bool:
 
 
 def _is_number(value: JSON) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
 
 
 def _leaves(value: JSON) -> list[JSON]:

@@ -113,7 +113,7 @@ def test_every_answer_is_the_same_in_every_session_time_zone(
         results[zone] = answers(Store(conn), world)
     expected = results["UTC"]
     # The questions reach what they are meant to: the fall-back, the supersession, year 9999.
-    assert [v.known_period for v in expected["history"]][0] == Period(BEFORE_FALL_BACK, AFTER_FALL_BACK)
+    assert expected["history"][0].known_period == Period(BEFORE_FALL_BACK, AFTER_FALL_BACK)
     assert expected["resolve_then"].value == 50 and expected["resolve_now"].value == 80
     # An end from 9999-12-30 00:00Z on is the end-of-time sentinel: open.
     assert [v.valid_period.end for v in expected["far_history"]] == [FAR_END, None]
