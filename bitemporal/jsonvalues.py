@@ -31,7 +31,7 @@ JSON = Any
 
 #: Containers nested deeper than this (only when Python's own parser gave up)
 #: are read as :class:`RawJSON`.
-MAX_DEPTH = 500
+MAX_DEPTH = 256
 
 
 class RawJSON(str):
@@ -169,12 +169,16 @@ def _encode(value: JSON, indent: int | None, level: int) -> str:
         if not value.is_finite():
             raise ValueError(f"{value} is not a JSON number")
         return format(value, "f")
+    # Loops rather than comprehensions: one stack frame per level of nesting.
+    items: list[str] = []
     if isinstance(value, dict):
-        items = [f"{json.dumps(_key(k), ensure_ascii=False)}: {_encode(v, indent, level + 1)}"
-                 for k, v in value.items()]
+        for k, v in value.items():
+            items.append(f"{json.dumps(_key(k), ensure_ascii=False)}: {_encode(v, indent, level + 1)}")
         return _join("{", items, "}", indent, level)
     if isinstance(value, list | tuple):
-        return _join("[", [_encode(v, indent, level + 1) for v in value], "]", indent, level)
+        for v in value:
+            items.append(_encode(v, indent, level + 1))
+        return _join("[", items, "]", indent, level)
     if value is None or isinstance(value, str | int | float):
         return json.dumps(value, allow_nan=False, ensure_ascii=False)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
