@@ -16,11 +16,9 @@ only (never from values).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -32,6 +30,7 @@ from .adapters import cursor
 from .changes import ChangeKind
 from .errors import InvalidKeyError, InvalidValueError, UnknownTableError
 from .facts import Connector, Recorded
+from .jsonvalues import encode
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
 #: A table: "schema.table" or "table" (found on the search path), a SQLAlchemy
@@ -100,7 +99,7 @@ def _json_default(value: Any) -> Any:
     # What PostgreSQL reads back exactly from its text form.
     if isinstance(value, datetime | date | time):
         return value.isoformat()
-    if isinstance(value, Decimal | UUID | timedelta):
+    if isinstance(value, UUID | timedelta):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not a column value bitemporal can pass")
 
@@ -110,8 +109,9 @@ def _row_json(row: Mapping[str, Any]) -> str:
         if isinstance(value, datetime) and value.tzinfo is None:
             to_optional_instant(value, name=name)  # raises NaiveDatetimeError
     try:
-        return json.dumps(dict(row), default=_json_default, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        # Decimals (and numbers read back) as exact JSON numbers, for numeric and jsonb columns.
+        return encode(dict(row), default=_json_default)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidValueError(f"row is not a valid set of column values: {exc}") from exc
 
 

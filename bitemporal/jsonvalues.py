@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -149,9 +150,18 @@ def dumps(value: JSON, *, indent: int | None = None) -> str:
     an ``int`` past its digit limit).
     """
     try:
-        return _encode(value, indent, 0)
+        return encode(value, indent=indent)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidValueError(f"value is not JSON-serializable: {exc}") from exc
+
+
+def encode(
+    value: JSON, *, indent: int | None = None, default: Callable[[Any], JSON] | None = None
+) -> str:
+    """:func:`dumps` for callers with their own error handling: raises ``TypeError``,
+    ``ValueError`` or ``RecursionError``. ``default`` turns other types into JSON
+    values (as :func:`json.dumps`' ``default`` does)."""
+    return _encode(value, indent, 0, default)
 
 
 def _key(key: object) -> str:
@@ -162,7 +172,9 @@ def _key(key: object) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
-def _encode(value: JSON, indent: int | None, level: int) -> str:
+def _encode(
+    value: JSON, indent: int | None, level: int, default: Callable[[Any], JSON] | None = None
+) -> str:
     if isinstance(value, RawJSON):
         return str(value)
     if isinstance(value, Decimal):
@@ -173,14 +185,17 @@ def _encode(value: JSON, indent: int | None, level: int) -> str:
     items: list[str] = []
     if isinstance(value, dict):
         for k, v in value.items():
-            items.append(f"{json.dumps(_key(k), ensure_ascii=False)}: {_encode(v, indent, level + 1)}")
+            items.append(f"{json.dumps(_key(k), ensure_ascii=False)}: "
+                         f"{_encode(v, indent, level + 1, default)}")
         return _join("{", items, "}", indent, level)
     if isinstance(value, list | tuple):
         for v in value:
-            items.append(_encode(v, indent, level + 1))
+            items.append(_encode(v, indent, level + 1, default))
         return _join("[", items, "]", indent, level)
     if value is None or isinstance(value, str | int | float):
         return json.dumps(value, allow_nan=False, ensure_ascii=False)
+    if default is not None:
+        return _encode(default(value), indent, level, None)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 

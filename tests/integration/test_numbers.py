@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +18,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg import sql
 
 from bitemporal import Key, Store, cli
 from bitemporal.jsonvalues import dumps, loads
@@ -110,3 +112,24 @@ def test_the_cli_prints_stored_numbers_exactly(
         assert "0.1000000000000000000000000001" in out, command
         if "--json" in command:
             json.loads(out)
+
+
+def test_application_table_values_round_trip_exactly(
+    store: Store, connect: Callable[..., psycopg.Connection[Any]]
+) -> None:
+    schema = f"numbers_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    conn.execute(sql.SQL("CREATE TABLE {} (k text, amount numeric, doc jsonb NOT NULL)").format(
+        sql.Identifier(schema, "t")))
+    table = f"{schema}.t"
+    conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k'])", (table,))
+    try:
+        exact = Decimal("0.1000000000000000000000000001")
+        store.tables.record(table, {"k": "a", "amount": exact, "doc": {"x": exact, "n": [1e308]}})
+        [version] = store.tables.as_of(table, {"k": "a"})
+        assert version.row["amount"] == exact and version.row["doc"] == {"x": exact, "n": [10**308]}
+        assert not store.tables.record(table, dict(version.row)).created
+    finally:
+        conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
