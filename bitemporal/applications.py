@@ -16,11 +16,9 @@ only (never from values).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -29,6 +27,7 @@ from psycopg import sql
 from psycopg.abc import AdaptContext
 from psycopg.rows import dict_row
 
+from .adapters import cursor
 from .changes import ChangeKind
 from .errors import (
     InvalidKeyError,
@@ -38,6 +37,7 @@ from .errors import (
     check_text,
 )
 from .facts import Connector, Recorded
+from .jsonvalues import encode
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
 #: A table: "schema.table" or "table" (found on the search path), a SQLAlchemy
@@ -119,7 +119,7 @@ def _json_default(value: Any) -> Any:
     # What PostgreSQL reads back exactly from its text form.
     if isinstance(value, datetime | date | time):
         return value.isoformat()
-    if isinstance(value, Decimal | UUID | timedelta):
+    if isinstance(value, UUID | timedelta):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not a column value bitemporal can pass")
 
@@ -129,7 +129,8 @@ def _row_json(row: Mapping[str, Any]) -> str:
         if isinstance(value, datetime) and value.tzinfo is None:
             to_optional_instant(value, name=name)  # raises NaiveDatetimeError
     try:
-        text = json.dumps(dict(row), default=_json_default, allow_nan=False, ensure_ascii=False)
+        # Decimals (and numbers read back) as exact JSON numbers, for numeric and jsonb columns.
+        text = encode(dict(row), default=_json_default)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidValueError(f"row is not a valid set of column values: {exc}") from exc
     return check_text("a column value", text, InvalidValueError)
@@ -229,8 +230,8 @@ class ApplicationTables:
         ).format(row_type=d.row_type, function=d.function("record"),
                  args=self._named_args((*d.key_columns, *d.value_columns)))
         params = (_row_json(row), *period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"))
-        with self._atomic() as conn:
-            result = conn.execute(query, params).fetchone()
+        with self._atomic() as conn, cursor(conn) as cur:
+            result = cur.execute(query, params).fetchone()
         assert result is not None
         return Recorded(result[0], result[1], tuple(result[2]), result[3])
 
@@ -285,7 +286,7 @@ class ApplicationTables:
                      match=sql.SQL(" AND ").join(
                          sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns))
             params = (*instants, _row_json(key))
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, params)]
 
     def history(self, table: TableRef, key: Mapping[str, Any]) -> list[TableVersion]:
@@ -297,7 +298,7 @@ class ApplicationTables:
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
         ).format(columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
                  row_type=d.row_type, function=d.function("history"), args=self._named_args(d.key_columns))
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, (_row_json(key),))]
 
     def changes(
@@ -309,5 +310,5 @@ class ApplicationTables:
             "SELECT change, changed_at, version_id, by_version_ids FROM {function}(%s, %s)"
         ).format(function=d.function("changes"))
         params = (to_optional_instant(known_from, name="known_from"), to_optional_instant(known_to, name="known_to"))
-        with self._reading() as conn:
-            return [TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3])) for r in conn.execute(query, params)]
+        with self._reading() as conn, cursor(conn) as cur:
+            return [TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3])) for r in cur.execute(query, params)]

@@ -28,6 +28,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from .adapters import cursor
 from .errors import (
     BatchError,
     BitemporalError,
@@ -38,7 +39,9 @@ from .errors import (
     TransientError,
     check_optional_text,
 )
-from .facts import JSON, Connector, Key, Recorded, _check_key_part, _json_text
+from .facts import Connector, Key, Recorded, _check_key_part, _json_text
+from .jsonvalues import JSON
+from .jsonvalues import parse as parse_json
 from .periods import Instant, Period, to_optional_instant
 
 #: The fields of a row, in the order of the CSV header ``bitemporal import`` expects.
@@ -204,7 +207,7 @@ def record_many(
         return []
     with atomic() as conn:
         conn.execute(_STAGING)
-        with conn.cursor() as cur:
+        with cursor(conn) as cur:
             with cur.copy(_COPY) as copy:
                 for row in staged:
                     copy.write_row(row)
@@ -278,7 +281,7 @@ def _file_row(fields: Mapping[str, Any], *, value_is_json_text: bool) -> dict[st
         text = row["value"]
         shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}... ({len(text):,} characters)"
         try:
-            row["value"] = json.loads(text)
+            row["value"] = parse_json(text)
         except json.JSONDecodeError as exc:
             raise InvalidValueError(f"value {shown} is not JSON",
                                     hint="quote text as JSON: \"text\" (in CSV: \"\"\"text\"\"\")") from exc
@@ -340,7 +343,7 @@ def read_jsonl(stream: Iterable[str]) -> Iterator[FileRow]:
         if not text.strip():
             continue
         try:
-            fields = json.loads(text)
+            fields = parse_json(text)
         except json.JSONDecodeError as exc:
             yield line, InvalidInputError(f"not JSON: {exc}")
             continue

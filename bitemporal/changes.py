@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from psycopg.rows import dict_row
 
+from .adapters import cursor
 from .facts import Connector, Key, Version
 from .periods import Instant, to_optional_instant
 
@@ -63,7 +64,7 @@ def fetch(
         None if key is None else key.entity,
         None if key is None else key.attribute,
     )
-    with reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+    with reading() as conn, cursor(conn, dict_row) as cur:
         cur.execute(
             "SELECT change::text AS change, changed_at, version_id, entity, attribute, source, "
             "value, valid_period, known_period, recorded_by, carried_from, by_version_ids "

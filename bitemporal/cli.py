@@ -37,6 +37,8 @@ from .errors import (
     InvalidValueError,
 )
 from .facts import Answer, Key, Version
+from .jsonvalues import dumps
+from .jsonvalues import parse as parse_json
 from .periods import Instant
 from .report import format_table, stamp
 from .store import Store, connect
@@ -66,7 +68,7 @@ def parse_instant(text: str) -> Instant:
 def parse_value(text: str) -> Any:
     """A JSON value from the command line."""
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise InvalidValueError(
             f"value {shown(text)} is not JSON", hint="quote text as JSON: '\"text\"'"
@@ -140,7 +142,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
 def _versions_table(versions: Sequence[Version]) -> str:
     header = ("version", "source", "value", "valid from", "valid to", "known from", "known to")
     rows = [
-        (v.version_id, v.source, json.dumps(v.value), stamp(v.valid_period.start) or "(open)",
+        (v.version_id, v.source, dumps(v.value), stamp(v.valid_period.start) or "(open)",
          stamp(v.valid_period.end) or "(open)", stamp(v.known_period.start),
          stamp(v.known_period.end) or "(open)")
         for v in versions
@@ -192,10 +194,10 @@ def _resolve(args: argparse.Namespace) -> int:
             now=args.now,
         )
     if args.json:
-        print(json.dumps(answer_json(answer), indent=2))
+        print(dumps(answer_json(answer), indent=2))
         return 0
-    value = json.dumps(answer.value) if answer.value is not None else (
-        " | ".join(map(json.dumps, answer.values)) or "-")
+    value = dumps(answer.value) if answer.value is not None else (
+        " | ".join(map(dumps, answer.values)) or "-")
     print(
         f"{answer.key}: {value}\n"
         f"status: {answer.status.value}; interpretation: {answer.interpretation.value}\n"
@@ -211,7 +213,7 @@ def _history(args: argparse.Namespace) -> int:
     with _open(args.url) as store:
         versions = store.facts.history(Key(args.entity, args.attribute))
     if args.json:
-        print(json.dumps([_version_json(v) for v in versions], indent=2))
+        print(dumps([_version_json(v) for v in versions], indent=2))
     else:
         sys.stdout.write(_versions_table(versions))
     return 0

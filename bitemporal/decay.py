@@ -33,6 +33,7 @@ from typing import Any, ClassVar, TypeAlias
 
 from psycopg.rows import dict_row
 
+from .adapters import cursor
 from .errors import (
     InvalidInputError,
     InvalidKeyError,
@@ -344,7 +345,7 @@ class Memory:
             pinned,
             None if stability is None else own,
         )
-        with self._atomic() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._atomic() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_register(%s, %s, %s, %s, %s, %s)",
                 args,
@@ -423,7 +424,7 @@ class Memory:
 
     def items(self) -> list[MemoryItem]:
         """Every item, present and evicted, in registration order."""
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_items(%s)", (self.namespace,)
             )

@@ -29,6 +29,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
+from .adapters import cursor
 from .errors import (
     EmbeddingError,
     InvalidEvidenceError,
@@ -36,7 +37,6 @@ from .errors import (
     check_optional_text,
 )
 from .facts import (
-    JSON,
     Connector,
     Key,
     Recorded,
@@ -44,6 +44,7 @@ from .facts import (
     _check_key_part,
     _json_text,
 )
+from .jsonvalues import JSON
 from .periods import Instant, period_bounds, to_optional_instant
 
 #: Full-text configuration passages are indexed with unless told otherwise.
@@ -185,8 +186,8 @@ class Evidence:
         _check_key_part("source", source)
         _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
-        with self._atomic() as conn:
-            row = conn.execute(
+        with self._atomic() as conn, cursor(conn) as cur:
+            row = cur.execute(
                 "SELECT r.version_id, r.created, r.superseded, r.known_at, "
                 "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
                 "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
@@ -202,7 +203,7 @@ class Evidence:
 
     def passages(self, version_id: int) -> list[Passage]:
         """The passages that support a version: its own and its original's (for a remainder)."""
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 "SELECT e.evidence_id, e.version_id, e.passage, e.document, e.language::text AS language "
                 "FROM bitemporal.fact_version v JOIN bitemporal.evidence e "
@@ -338,7 +339,7 @@ class Evidence:
                 to_optional_instant(known_at, name="known_at"))
 
     def _hits(self, call: str, args: tuple[Any, ...]) -> list[Hit]:
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(_HIT_QUERY + call, args)
             return [
                 Hit(

@@ -30,10 +30,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from .facts import JSON, Connector, Interpretation, Key, Status
+from .adapters import cursor
+from .facts import Connector, Interpretation, Key, Status
+from .jsonvalues import JSON, RawJSON, dumps
 from .periods import Instant, to_optional_instant
 
 # Writing times and values the way sql/formatting.v1.sql does.
@@ -70,9 +73,9 @@ def human_time(t: datetime) -> str:
 
 def human_value(value: JSON) -> str:
     """A string as itself, anything else as JSON (``80``, ``true``, ``{"mb": 80}``)."""
-    if isinstance(value, str):
+    if isinstance(value, str) and not isinstance(value, RawJSON):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return dumps(value)
 
 
 # The object.
@@ -256,10 +259,9 @@ class Explanation:
             "versions": [v.as_dict() for v in self.versions],
         }
 
-    def to_json(self, **kwargs: Any) -> str:
-        """:meth:`as_dict` as JSON text (keyword arguments go to :func:`json.dumps`)."""
-        kwargs.setdefault("ensure_ascii", False)
-        return json.dumps(self.as_dict(), **kwargs)
+    def to_json(self, *, indent: int | None = None) -> str:
+        """:meth:`as_dict` as JSON text, numbers exact (:func:`bitemporal.jsonvalues.dumps`)."""
+        return dumps(self.as_dict(), indent=indent)
 
     def qualification(self, code: str) -> Qualification | None:
         """The qualification with ``code``, if the answer carries one."""
@@ -290,8 +292,8 @@ def fetch(
         to_optional_instant(known_at, name="known_at"),
         to_optional_instant(now, name="now"),
     )
-    with reading() as conn:
-        row = conn.execute("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args).fetchone()
+    with reading() as conn, cursor(conn) as cur:
+        row = cur.execute("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args).fetchone()
     assert row is not None
     return Explanation.from_dict(row[0])
 
@@ -474,7 +476,7 @@ def _same_number(a: float, b: float) -> bool:
 
 
 def _is_number(value: JSON) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
 
 
 def _leaves(value: JSON) -> list[JSON]:

@@ -7,7 +7,6 @@ answers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -18,16 +17,15 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.rows import dict_row
 
+from .adapters import cursor
 from .errors import InvalidKeyError, InvalidValueError, check_optional_text, check_text
+from .jsonvalues import JSON, dumps
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
 if TYPE_CHECKING:
     from .bulk import RecordRow
     from .changes import Change
     from .explain import Explanation
-
-#: JSON-compatible values, as stored in the ``jsonb`` value column.
-JSON = Any
 
 #: Opens a block on the store's connection (see bitemporal.store).
 Connector = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
@@ -159,11 +157,7 @@ def _json_text(value: JSON) -> str:
         raise InvalidValueError(
             "value must not be None", hint="to say a value no longer applies, retract its period"
         )
-    try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidValueError(f"value is not JSON-serializable: {exc}") from exc
-    return check_text("value", text, InvalidValueError)
+    return check_text("value", dumps(value), InvalidValueError)
 
 
 _VERSION_COLUMNS = (
@@ -217,8 +211,8 @@ class Facts:
             recorded_by,
             idempotency_key,
         )
-        with self._atomic() as conn:
-            row = conn.execute(
+        with self._atomic() as conn, cursor(conn) as cur:
+            row = cur.execute(
                 "SELECT version_id, created, superseded, known_at "
                 "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
                 args,
@@ -296,7 +290,7 @@ class Facts:
             to_optional_instant(valid_at, name="valid_at"),
             to_optional_instant(known_at, name="known_at"),
         )
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 f"SELECT {_VERSION_COLUMNS} FROM bitemporal.as_of(%s, %s, %s, %s)", args
             )
@@ -323,7 +317,7 @@ class Facts:
             to_optional_instant(now, name="now"),
         )
         # One statement, so the answer and its versions share one snapshot.
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 "SELECT a.status::text AS answer_status, a.value AS answer_value, "
                 "a.values AS answer_values, a.valid_at AS answer_valid_at, "
@@ -352,7 +346,7 @@ class Facts:
 
     def history(self, key: Key) -> list[Version]:
         """Every version of ``key``, superseded ones included, by version id."""
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 f"SELECT {_VERSION_COLUMNS} FROM bitemporal.history(%s, %s)",
                 (key.entity, key.attribute),

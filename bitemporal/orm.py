@@ -19,15 +19,17 @@ refuse anyway for anything but a new row.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
     DateTime,
+    Dialect,
     Identity,
     Select,
+    TypeDecorator,
     and_,
     bindparam,
     func,
@@ -45,6 +47,24 @@ from .store import Store
 T = TypeVar("T", bound="Bitemporal")
 
 
+class UtcRange(TypeDecorator[Range[datetime]]):
+    """``TSTZRANGE`` read with its bounds in UTC.
+
+    psycopg returns them in the session's TimeZone, and Python compares two datetimes
+    sharing a tzinfo by wall-clock time (across a daylight-saving fall-back a later
+    instant then sorts first); in UTC every comparison is one of instants.
+    """
+
+    impl = TSTZRANGE
+    cache_ok = True
+
+    def process_result_value(self, value: Range[datetime] | None, dialect: Dialect) -> Range[datetime] | None:
+        if value is None or value.empty:
+            return value
+        lower, upper = (None if b is None else b.astimezone(UTC) for b in (value.lower, value.upper))
+        return Range(lower, upper, bounds=value.bounds)
+
+
 class Bitemporal:
     """Declarative mixin for a table made bitemporal: the version columns.
 
@@ -57,9 +77,9 @@ class Bitemporal:
     version_id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
     # The comments are those enable_table gives the columns, so autogenerate agrees.
     valid_period: Mapped[Range[datetime]] = mapped_column(
-        TSTZRANGE, comment="When the row applies in the world: [start, end), unbounded end = end not known.")
+        UtcRange, comment="When the row applies in the world: [start, end), unbounded end = end not known.")
     known_period: Mapped[Range[datetime]] = mapped_column(
-        TSTZRANGE, comment="When the table held this version: [recorded, superseded), unbounded end = still held.")
+        UtcRange, comment="When the table held this version: [recorded, superseded), unbounded end = still held.")
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: Mapped[int | None] = mapped_column(BigInteger)
 

@@ -43,9 +43,13 @@ def to_optional_instant(value: Instant | None, *, name: str = "time") -> datetim
     return None if value is None else to_instant(value, name=name)
 
 
+#: Ends from here on are open: 'infinity' is read as datetime.max (in UTC).
+_OPEN_FROM = datetime(9999, 12, 30, tzinfo=UTC)
+
+
 def _open_end(value: datetime | None) -> datetime | None:
-    # psycopg reads 'infinity' as datetime.max; an open end is None.
-    if value is None or value.replace(tzinfo=None) >= datetime(9999, 12, 30):
+    # Compared as instants: 9999-12-29 13:00Z is 9999-12-30 03:00 in a +14 session.
+    if value is None or value >= _OPEN_FROM:
         return None
     return value
 

@@ -11,7 +11,6 @@ checked without looking at pixels; :func:`draw` needs matplotlib
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from .errors import ConfigurationError, InvalidInputError
 from .facts import Version
+from .jsonvalues import dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ def rectangles(versions: Sequence[Version]) -> list[Rectangle]:
         assert v.known_period.start is not None  # knowledge always has a start
         drawn.append(Rectangle(
             version_id=v.version_id,
-            label=f"{json.dumps(v.value)} ({v.source})",
+            label=f"{dumps(v.value)} ({v.source})",
             valid_start=v.valid_period.start,
             valid_end=v.valid_period.end,
             known_start=v.known_period.start,

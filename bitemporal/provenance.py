@@ -34,8 +34,10 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from .adapters import cursor
 from .errors import InvalidArtifactError, UnknownArtifactError, check_optional_text
-from .facts import JSON, Connector, Key, Version
+from .facts import Connector, Key, Version
+from .jsonvalues import JSON, dumps
 from .periods import Instant, to_optional_instant
 
 #: The channel a supersession or retraction is announced on (``LISTEN bitemporal_invalidation``).
@@ -207,11 +209,11 @@ class Provenance:
         artifact_ids = _ids(artifacts, "artifacts")
         at = to_optional_instant(derived_at, name="derived_at")
         # Built from the call alone: a writer role may run the function but not read the tables.
-        with self._atomic() as conn:
-            row = conn.execute(
+        with self._atomic() as conn, cursor(conn) as cur:
+            row = cur.execute(
                 "SELECT bitemporal.record_artifact(%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
                 "coalesce(%s::timestamptz, now())",
-                (kind, ref, version_ids, artifact_ids, None if detail is None else Jsonb(detail),
+                (kind, ref, version_ids, artifact_ids, None if detail is None else Jsonb(detail, dumps=dumps),
                  at, recorded_by, at),
             ).fetchone()
         assert row is not None
@@ -239,7 +241,7 @@ class Provenance:
 
     def stale(self, known_at: Instant | None = None) -> list[StaleArtifact]:
         """The invalidation list at ``known_at`` (default: now), by artifact id."""
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 "SELECT * FROM bitemporal.stale(%s)", (to_optional_instant(known_at, name="known_at"),)
             )
@@ -270,7 +272,7 @@ class Provenance:
     ) -> list[Artifact]:
         """The artifacts in use derived, directly or transitively, from any of these
         versions or artifacts: what to rebuild when a notification names a version."""
-        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
                 _ARTIFACT_QUERY.replace(
                     "{source}", "bitemporal.dependents(%s::bigint[], %s::bigint[])"
@@ -281,7 +283,7 @@ class Provenance:
 
     @staticmethod
     def _get(conn: psycopg.Connection[Any], artifact_id: int) -> Artifact:
-        with conn.cursor(row_factory=dict_row) as cur:
+        with cursor(conn, dict_row) as cur:
             cur.execute(
                 _ARTIFACT_QUERY.replace("{source}", "bitemporal.artifact").replace(
                     "{where}", "WHERE a.artifact_id = %s"

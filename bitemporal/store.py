@@ -28,6 +28,7 @@ import sqlalchemy.orm
 from psycopg.pq import TransactionStatus
 
 from . import errors, migrations
+from .adapters import cursor
 from .applications import ApplicationTables
 from .database import database_url, psycopg_url
 from .decay import DecayPolicy, Memory, WindowPolicy
@@ -129,8 +130,8 @@ class Store:
 
     def now(self) -> datetime:
         """The database's present: its transaction time (``now()``)."""
-        with errors.translate():
-            row = self._get().execute("SELECT now()").fetchone()
+        with errors.translate(), cursor(self._get()) as cur:
+            row = cur.execute("SELECT now()").fetchone()
         assert row is not None
         now: datetime = row[0]
         return now

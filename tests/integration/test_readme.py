@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,11 @@ def blocks(language: str, section: str | None = None) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
 
 
-def psql(url: str, script: str) -> str:
+def psql(url: str, script: str, *, time_zone: str | None = None) -> str:
+    env = None if time_zone is None else {**os.environ, "PGTZ": time_zone}
     result = subprocess.run(
         ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", url], input=script, capture_output=True,
-        text=True, timeout=60, check=False,
+        text=True, timeout=60, check=False, env=env,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -77,3 +80,40 @@ def test_audit_queries(empty_database_url: str) -> None:
     # September's knowledge: the late change learned, the old rule superseded, the announcement, the forum.
     assert re.search(r"learned\s+\|.*\| policy \| 80 ", out) and re.search(r"superseded\s+\|.*\| policy \| 50 ", out)
     assert "log:line-40 |           14 | retention" in out and "fell below the threshold 0.2" in out
+
+
+#: Every README section whose psql examples write facts.
+WRITING_SECTIONS = ("psql", "Bulk ingestion", "For agent builders")
+
+
+@needs_psql
+def test_psql_examples_mean_the_same_instants_in_any_session_time_zone(
+    make_database: Any, migrate_database: Any
+) -> None:
+    """PostgreSQL reads a time without an offset in the session's TimeZone, Python reads a
+    date as midnight UTC: the README's SQL spells every instant with its offset, so a São
+    Paulo psql session writes what a UTC one writes, and Python asked about a day gets the
+    answers the examples describe."""
+    keys = [bitemporal.Key(e, "attachment_limit_mb") for e in ("mailer:prod", "mailer:uk")]
+    days = [date(2026, 8, 31) + timedelta(days=n) for n in range(33)]
+    seen = {}
+    for zone in ("UTC", "America/Sao_Paulo"):
+        url = make_database()
+        migrate_database(url)
+        out = psql(url, "\n".join(b for s in WRITING_SECTIONS for b in blocks("sql", s)), time_zone=zone)
+        assert "supported" in out
+        with bitemporal.connect(url, upgrade=False) as store:
+            seen[zone] = {
+                "history": [(v.source, v.value, v.valid_period)
+                            for k in keys for v in store.facts.history(k)],
+                "answers": [(r.status, r.values) for k in keys for day in days
+                            for r in [store.facts.resolve(k, valid_at=day)]],
+            }
+    assert seen["America/Sao_Paulo"] == seen["UTC"]
+    # The days begin at midnight UTC: 80 MB (policy) from 1 September, 85 MB for mailer:uk.
+    starts = {p.start for _, _, p in seen["UTC"]["history"]}
+    assert datetime(2026, 9, 1, tzinfo=UTC) in starts
+    assert all(s is None or (s.hour, s.minute) == (0, 0) for s in starts)
+    answers = dict(zip([(k, d) for k in keys for d in days], seen["UTC"]["answers"], strict=True))
+    assert answers[keys[0], date(2026, 8, 31)][0] == bitemporal.Status.MISSING
+    assert answers[keys[1], date(2026, 9, 1)] == (bitemporal.Status.SUPPORTED, (85,))
