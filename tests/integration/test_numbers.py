@@ -133,3 +133,20 @@ def test_application_table_values_round_trip_exactly(
     finally:
         conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
         conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+def test_the_cli_and_import_record_input_numbers_exactly(
+    store: Store, database_url: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exact = "0.1000000000000000000000000001"
+    by_cli = Key(f"numbers:{uuid.uuid4().hex}", "n")
+    assert cli.main(["--url", database_url, "record", by_cli.entity, by_cli.attribute, exact,
+                     "--source", "s"]) == 0
+    by_import = Key(f"numbers:{uuid.uuid4().hex}", "n")
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"entity": by_import.entity, "attribute": by_import.attribute,
+                                "source": "s"})[:-1] + f', "value": {exact}}}\n')
+    assert cli.main(["--url", database_url, "import", str(data)]) == 0
+    capsys.readouterr()
+    for key in (by_cli, by_import):
+        assert store.facts.resolve(key).value == Decimal(exact)
