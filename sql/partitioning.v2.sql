@@ -144,7 +144,7 @@ BEGIN
                obj_description(t.oid, 'pg_trigger') AS note
           FROM pg_trigger t
          WHERE t.tgrelid = source AND NOT t.tgisinternal AND t.tgparentid = 0
-           AND t.tgfoid <> 'bitemporal.version_reference_delete()'::regprocedure
+           AND t.tgfoid <> 'bitemporal_internal.version_reference_delete()'::regprocedure
          ORDER BY t.tgname
     LOOP
         parent_ddl := parent_ddl || r.def;
@@ -166,7 +166,7 @@ BEGIN
         SELECT t.tgname, args[1], args[2], args[3]
           FROM pg_trigger t,
                LATERAL (SELECT string_to_array(rtrim(encode(t.tgargs, 'escape'), '\000'), '\000')) AS a(args)
-         WHERE t.tgrelid = source AND t.tgfoid = 'bitemporal.version_reference_delete()'::regprocedure
+         WHERE t.tgrelid = source AND t.tgfoid = 'bitemporal_internal.version_reference_delete()'::regprocedure
     LOOP
         IF refs.action NOT IN ('a', 'r', 'c') THEN
             RAISE EXCEPTION 'foreign key % on % references bitemporal.fact_version with an ON DELETE action partitioning cannot keep',
@@ -280,9 +280,9 @@ BEGIN
     FOR refs IN SELECT * FROM jsonb_to_recordset(ref_list) AS x(name text, tbl text, col text, action text) LOOP
         IF partitions > 0 THEN
             EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OF %I ON %s FOR EACH ROW '
-                           'EXECUTE FUNCTION bitemporal.version_reference_check(%L)', refs.name, refs.col, refs.tbl, refs.col);
+                           'EXECUTE FUNCTION bitemporal_internal.version_reference_check(%L)', refs.name, refs.col, refs.tbl, refs.col);
             EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON bitemporal.fact_version FOR EACH ROW '
-                           'EXECUTE FUNCTION bitemporal.version_reference_delete(%L, %L, %L)',
+                           'EXECUTE FUNCTION bitemporal_internal.version_reference_delete(%L, %L, %L)',
                            refs.name, refs.tbl, refs.col, refs.action);
             EXECUTE format('COMMENT ON TRIGGER %I ON %s IS %L', refs.name, refs.tbl,
                            'Foreign key to bitemporal.fact_version (version_id), which a partitioned table cannot have: the referenced version must exist.');

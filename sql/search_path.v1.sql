@@ -76,8 +76,8 @@ BEGIN ATOMIC
      ORDER BY v.version_id;
 END;
 
--- bitemporal.distinct_values, as facts_read.v1.sql defines it.
-CREATE OR REPLACE FUNCTION bitemporal.distinct_values(
+-- bitemporal_internal.distinct_values, as facts_read.v1.sql defines it.
+CREATE OR REPLACE FUNCTION bitemporal_internal.distinct_values(
     entity text, attribute text, valid_at timestamptz, known_at timestamptz)
 RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -86,8 +86,8 @@ BEGIN ATOMIC
       FROM bitemporal.as_of(entity, attribute, valid_at, known_at) v;
 END;
 
--- bitemporal.superseding_versions, as changes.v1.sql defines it.
-CREATE OR REPLACE FUNCTION bitemporal.superseding_versions(
+-- bitemporal_internal.superseding_versions, as changes.v1.sql defines it.
+CREATE OR REPLACE FUNCTION bitemporal_internal.superseding_versions(
     entity text, attribute text, source text, valid_period tstzrange, closed_at timestamptz)
 RETURNS bigint[]
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -103,8 +103,8 @@ BEGIN ATOMIC
        AND w.carried_from IS NULL;
 END;
 
--- bitemporal.knowledge_edges, as explain.v1.sql defines it.
-CREATE OR REPLACE FUNCTION bitemporal.knowledge_edges(entity text, attribute text, valid_at timestamptz)
+-- bitemporal_internal.knowledge_edges, as explain.v1.sql defines it.
+CREATE OR REPLACE FUNCTION bitemporal_internal.knowledge_edges(entity text, attribute text, valid_at timestamptz)
 RETURNS SETOF timestamptz
 LANGUAGE sql STABLE
 BEGIN ATOMIC
@@ -116,8 +116,8 @@ BEGIN ATOMIC
      ORDER BY b.t;
 END;
 
--- bitemporal.value_run, as explain.v1.sql defines it.
-CREATE OR REPLACE FUNCTION bitemporal.value_run(
+-- bitemporal_internal.value_run, as explain.v1.sql defines it.
+CREATE OR REPLACE FUNCTION bitemporal_internal.value_run(
     entity text, attribute text, value jsonb, valid_at timestamptz, known_at timestamptz)
 RETURNS tstzrange
 LANGUAGE sql STABLE
@@ -130,8 +130,8 @@ BEGIN ATOMIC
      WHERE r @> value_run.valid_at;
 END;
 
--- bitemporal.explain_version, as explain.v1.sql defines it.
-CREATE OR REPLACE FUNCTION bitemporal.explain_version(v bitemporal.versions)
+-- bitemporal_internal.explain_version, as explain.v1.sql defines it.
+CREATE OR REPLACE FUNCTION bitemporal_internal.explain_version(v bitemporal.versions)
 RETURNS jsonb
 LANGUAGE sql STABLE
 BEGIN ATOMIC
@@ -139,10 +139,10 @@ BEGIN ATOMIC
         'version_id', v.version_id,
         'source', v.source,
         'value', v.value,
-        'valid_from', bitemporal.iso_time(lower(v.valid_period)),
-        'valid_to', bitemporal.iso_time(upper(v.valid_period)),
-        'known_from', bitemporal.iso_time(lower(v.known_period)),
-        'known_to', bitemporal.iso_time(upper(v.known_period)),
+        'valid_from', bitemporal_internal.iso_time(lower(v.valid_period)),
+        'valid_to', bitemporal_internal.iso_time(upper(v.valid_period)),
+        'known_from', bitemporal_internal.iso_time(lower(v.known_period)),
+        'known_to', bitemporal_internal.iso_time(upper(v.known_period)),
         'recorded_by', v.recorded_by,
         'carried_from', v.carried_from,
         'evidence', coalesce(
@@ -154,8 +154,8 @@ BEGIN ATOMIC
             '[]'));
 END;
 
--- bitemporal.eligible, as evidence.v1.sql defines it.
-CREATE OR REPLACE FUNCTION bitemporal.eligible(
+-- bitemporal_internal.eligible, as evidence.v1.sql defines it.
+CREATE OR REPLACE FUNCTION bitemporal_internal.eligible(
     valid_at   timestamptz DEFAULT NULL,
     known_at   timestamptz DEFAULT NULL,
     entity     text        DEFAULT NULL,
@@ -231,7 +231,7 @@ BEGIN ATOMIC
           LEFT JOIN bitemporal.fact_version v ON v.version_id = i.input_version
           CROSS JOIN asked
           CROSS JOIN LATERAL (
-                SELECT bitemporal.superseding_versions(v.entity, v.attribute, v.source,
+                SELECT bitemporal_internal.superseding_versions(v.entity, v.attribute, v.source,
                                                        v.valid_period, upper(v.known_period)) AS by_ids) s
          WHERE v.version_id IS NULL
             OR (NOT upper_inf(v.known_period) AND upper(v.known_period) <= asked.t)
@@ -255,22 +255,22 @@ BEGIN ATOMIC
            CASE f.cause
                WHEN 'superseded' THEN pg_catalog.format(
                    'version %s (%s/%s, source %s: %s) superseded on %s by %s',
-                   f.version_id, f.entity, f.attribute, f.source, bitemporal.human_value(f.value),
-                   bitemporal.human_time(f.changed_at),
+                   f.version_id, f.entity, f.attribute, f.source, bitemporal_internal.human_value(f.value),
+                   bitemporal_internal.human_time(f.changed_at),
                    (SELECT pg_catalog.string_agg(pg_catalog.format('version %s (%s)', w.version_id,
-                                                                   bitemporal.human_value(w.value)),
+                                                                   bitemporal_internal.human_value(w.value)),
                                                  ', ' ORDER BY w.version_id)
                       FROM bitemporal.fact_version w WHERE w.version_id = ANY (f.by_ids)))
                WHEN 'retracted' THEN pg_catalog.format(
                    'version %s (%s/%s, source %s: %s) retracted on %s',
-                   f.version_id, f.entity, f.attribute, f.source, bitemporal.human_value(f.value),
-                   bitemporal.human_time(f.changed_at))
+                   f.version_id, f.entity, f.attribute, f.source, bitemporal_internal.human_value(f.value),
+                   bitemporal_internal.human_time(f.changed_at))
                WHEN 'discarded' THEN pg_catalog.format(
                    'version %s no longer exists: it was replaced inside the transaction that recorded it',
                    f.version_id)
                ELSE pg_catalog.format(
                    'input artifact %s (%s %s) retired on %s',
-                   f.input_artifact, ia.kind, ia.ref, bitemporal.human_time(f.changed_at))
+                   f.input_artifact, ia.kind, ia.ref, bitemporal_internal.human_time(f.changed_at))
            END
            || CASE WHEN f.node <> f.root
                    THEN pg_catalog.format(', through artifact %s (%s %s)', f.node, via.kind, via.ref)

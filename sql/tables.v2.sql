@@ -9,9 +9,14 @@
 --     <table>_record and _retract as before (standard bodies, then SECURITY
 --     DEFINER with a pinned search_path), <table>_history and _changes with a
 --     pinned search_path, <table>_as_of (inlined into the caller's query, so
---     without a SET clause) with every name schema-qualified.
+--     without a SET clause) with every name schema-qualified;
+--   * the functions a reader calls, table_changes and the generated
+--     <table>_history, run with the caller's rights and name nothing in
+--     bitemporal_internal (which only the owner may use): each is written out
+--     in full instead of calling the internal helpers (key_match,
+--     require_table_key). Their results and errors are unchanged.
 
-CREATE OR REPLACE FUNCTION bitemporal.create_table_functions(relation regclass)
+CREATE OR REPLACE FUNCTION bitemporal_internal.create_table_functions(relation regclass)
 RETURNS text[]
 LANGUAGE plpgsql
 -- The functions it creates with SQL-standard bodies (<table>_record, _retract)
@@ -56,13 +61,13 @@ BEGIN
 
     EXECUTE pg_catalog.format(
         'CREATE FUNCTION %1$I.%2$I(%3$s, %4$s) RETURNS bitemporal.recorded LANGUAGE sql '
-        'RETURN bitemporal.table_record(%5$s, $%6$s, $%7$s, $%8$s)',
+        'RETURN bitemporal_internal.table_record(%5$s, $%6$s, $%7$s, $%8$s)',
         d.table_schema, d.table_name || '_record', all_args, times, full_row, ncols + 1, ncols + 2, ncols + 3);
     fns := fns || pg_catalog.format('%I.%I(%s, timestamptz, timestamptz, timestamptz)',
                                     d.table_schema, d.table_name || '_record', all_types);
     EXECUTE pg_catalog.format(
         'CREATE FUNCTION %1$I.%2$I(%3$s, %4$s) RETURNS bigint[] LANGUAGE sql '
-        'RETURN bitemporal.table_retract(%5$s, $%6$s, $%7$s, $%8$s)',
+        'RETURN bitemporal_internal.table_retract(%5$s, $%6$s, $%7$s, $%8$s)',
         d.table_schema, d.table_name || '_retract', key_args, times, key_row, nkeys + 1, nkeys + 2, nkeys + 3);
     fns := fns || pg_catalog.format('%I.%I(%s, timestamptz, timestamptz, timestamptz)',
                                     d.table_schema, d.table_name || '_retract', key_types);
@@ -79,14 +84,24 @@ BEGIN
         'AND v.known_period OPERATOR(pg_catalog.@>) coalesce($2, pg_catalog.now()) $f$',
         d.table_schema, d.table_name || '_as_of', tab);
     fns := fns || pg_catalog.format('%I.%I(timestamptz, timestamptz)', d.table_schema, d.table_name || '_as_of');
+    -- Self-contained (the check of require_table_key written out): it runs
+    -- with the caller's rights, and a reader may not use bitemporal_internal.
     EXECUTE pg_catalog.format(
         'CREATE FUNCTION %1$I.%2$I(%3$s) RETURNS SETOF %4$s LANGUAGE plpgsql STABLE '
         'SET search_path = pg_catalog, pg_temp AS $f$ BEGIN '
-        'PERFORM bitemporal.require_table_key(%5$s); '
-        'RETURN QUERY SELECT v.* FROM %4$s v WHERE ROW(%6$s) = ROW(%7$s) ORDER BY v.version_id; END $f$',
-        d.table_schema, d.table_name || '_history', key_args, tab, key_row,
-        bitemporal.column_list(d.key_columns, 'v.'),
-        (SELECT pg_catalog.string_agg('$' || i, ', ' ORDER BY i) FROM pg_catalog.generate_series(1, nkeys) i));
+        'IF NOT EXISTS (SELECT FROM %5$I.%6$I k WHERE ROW(%7$s) = ROW(%9$s)) THEN '
+        'RAISE EXCEPTION %10$L, pg_catalog.concat_ws(%11$L, %12$s), %13$L, %14$L '
+        'USING ERRCODE = %15$L, HINT = %16$L; END IF; '
+        'RETURN QUERY SELECT v.* FROM %4$s v WHERE ROW(%8$s) = ROW(%9$s) ORDER BY v.version_id; END $f$',
+        d.table_schema, d.table_name || '_history', key_args, tab, d.table_schema, d.key_table,
+        bitemporal_internal.column_list(d.key_columns, 'k.'),
+        bitemporal_internal.column_list(d.key_columns, 'v.'),
+        (SELECT pg_catalog.string_agg('$' || i, ', ' ORDER BY i) FROM pg_catalog.generate_series(1, nkeys) i),
+        'unknown key (%) in %.%: nothing was ever recorded for it', ', ',
+        (SELECT pg_catalog.string_agg(pg_catalog.format('pg_catalog.format(%L, %L, pg_catalog.to_jsonb($%s))', '%s=%s', c, i),
+                                      ', ' ORDER BY i)
+           FROM pg_catalog.unnest(d.key_columns) WITH ORDINALITY AS u (c, i)),
+        d.table_schema, d.table_name, 'BT004', 'Check the key''s values.');
     fns := fns || pg_catalog.format('%I.%I(%s)', d.table_schema, d.table_name || '_history', key_types);
     EXECUTE pg_catalog.format(
         'CREATE FUNCTION %1$I.%2$I(known_from timestamptz DEFAULT NULL, known_to timestamptz DEFAULT NULL) '
@@ -97,9 +112,9 @@ BEGIN
     fns := fns || pg_catalog.format('%I.%I(timestamptz, timestamptz)', d.table_schema, d.table_name || '_changes');
 
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', fns[1], pg_catalog.format(
-        'Records a row of %s for [valid_from, valid_to) (NULL = open), known from known_at (default: the transaction time): a sequenced update; an identical row already known changes nothing. See bitemporal.table_record.', tab));
+        'Records a row of %s for [valid_from, valid_to) (NULL = open), known from known_at (default: the transaction time): a sequenced update; an identical row already known changes nothing. See bitemporal_internal.table_record.', tab));
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', fns[2], pg_catalog.format(
-        'Retracts a key of %s over [valid_from, valid_to), known from known_at: a sequenced delete. Returns the ended version ids. See bitemporal.table_retract.', tab));
+        'Retracts a key of %s over [valid_from, valid_to), known from known_at: a sequenced delete. Returns the ended version ids. See bitemporal_internal.table_retract.', tab));
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', fns[3], pg_catalog.format(
         'Versions of %s eligible at (valid_at, known_at) (NULL = now): filter by key in the caller''s query.', tab));
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', fns[4], pg_catalog.format(
@@ -108,15 +123,15 @@ BEGIN
         'What %s learned, superseded or retracted in the knowledge window [known_from, known_to). See bitemporal.table_changes.', tab));
     -- The writes run with the table owner's rights, so that a writer role
     -- needs EXECUTE on them and no privilege on the table.
-    PERFORM bitemporal.secure_write_function(fns[1]::regprocedure);
-    PERFORM bitemporal.secure_write_function(fns[2]::regprocedure);
+    PERFORM bitemporal_internal.secure_write_function(fns[1]::regprocedure);
+    PERFORM bitemporal_internal.secure_write_function(fns[2]::regprocedure);
 
     UPDATE bitemporal.app_table a SET functions = fns
      WHERE a.table_schema = d.table_schema AND a.table_name = d.table_name;
     RETURN fns;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.create_table_functions(regclass) IS
+COMMENT ON FUNCTION bitemporal_internal.create_table_functions(regclass) IS
     'Generates the typed functions of an application table in its schema: <table>_record(key..., values..., valid_from, valid_to, known_at), <table>_retract(key..., valid_from, valid_to, known_at) (both SECURITY DEFINER, no EXECUTE for PUBLIC), <table>_as_of(valid_at, known_at), <table>_history(key...) and <table>_changes(known_from, known_to). Returns their signatures.';
 
 CREATE OR REPLACE FUNCTION bitemporal.enable_table(relation regclass, key_columns text[], valid_from timestamptz DEFAULT NULL)
@@ -147,7 +162,7 @@ BEGIN
      WHERE c.oid = relation;
     tab := pg_catalog.format('%I.%I', schema_name, table_name);
     key_table := table_name || '_key';
-    key_list := bitemporal.column_list(key_columns);
+    key_list := bitemporal_internal.column_list(key_columns);
 
     -- Everything that would stop the table from holding versions, said
     -- before anything changes.
@@ -228,7 +243,7 @@ BEGIN
     END IF;
 
     -- Rows already there become the first versions, known from now.
-    initial := bitemporal.valid_period(valid_from, NULL);
+    initial := bitemporal_internal.valid_period(valid_from, NULL);
     EXECUTE pg_catalog.format(
         'ALTER TABLE %1$s'
         '  ADD COLUMN version_id bigint GENERATED ALWAYS AS IDENTITY,'
@@ -279,11 +294,11 @@ BEGIN
     EXECUTE pg_catalog.format('ALTER TABLE %1$s ADD CONSTRAINT %2$I FOREIGN KEY (%3$s) REFERENCES %4$I.%5$I (%3$s)',
                               tab, table_name || '_key_fkey', key_list, schema_name, key_table);
 
-    EXECUTE pg_catalog.format('CREATE TRIGGER %I BEFORE INSERT ON %s FOR EACH ROW EXECUTE FUNCTION bitemporal.fact_version_stamp_insert()',
+    EXECUTE pg_catalog.format('CREATE TRIGGER %I BEFORE INSERT ON %s FOR EACH ROW EXECUTE FUNCTION bitemporal_internal.fact_version_stamp_insert()',
                               table_name || '_stamp_insert', tab);
-    EXECUTE pg_catalog.format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION bitemporal.table_guard()',
+    EXECUTE pg_catalog.format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION bitemporal_internal.table_guard()',
                               table_name || '_append_only', tab);
-    EXECUTE pg_catalog.format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION bitemporal.table_guard()',
+    EXECUTE pg_catalog.format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION bitemporal_internal.table_guard()',
                               table_name || '_no_truncate', tab);
 
     EXECUTE pg_catalog.format('COMMENT ON COLUMN %s.valid_period IS %L', tab,
@@ -295,8 +310,57 @@ BEGIN
 
     INSERT INTO bitemporal.app_table (table_schema, table_name, key_columns, value_columns, key_table, old_primary_key)
     VALUES (schema_name, table_name, key_columns, coalesce(value_cols, '{}'), key_table, old_pk);
-    RETURN bitemporal.create_table_functions(relation);
+    RETURN bitemporal_internal.create_table_functions(relation);
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.enable_table(regclass, text[], timestamptz) IS
     'Makes an ordinary table bitemporal, keyed by key_columns; every other column is a value column. Rows already there become versions valid from valid_from (NULL: unbounded) and known from the transaction time. Adds the period columns, constraints, indexes, append-only triggers and the <table>_key table, and generates the table''s functions (returned). Raises BT402, saying why, for a table that cannot hold versions.';
+
+CREATE OR REPLACE FUNCTION bitemporal.table_changes(relation regclass, known_from timestamptz DEFAULT NULL, known_to timestamptz DEFAULT NULL)
+RETURNS TABLE (change bitemporal.change_kind, changed_at timestamptz, version_id bigint, by_version_ids bigint[])
+LANGUAGE plpgsql STABLE
+-- Part of the API (a reader calls it through <table>_changes), so it names
+-- nothing in bitemporal_internal, which only the owner may use.
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    d bitemporal.app_table := bitemporal.table_definition(relation);
+BEGIN
+    IF known_from IS NOT NULL AND known_to IS NOT NULL AND known_to <= known_from THEN
+        RAISE EXCEPTION 'knowledge window [%, %) is %', known_from, known_to,
+                CASE WHEN known_to = known_from THEN 'empty' ELSE 'inverted' END
+            USING ERRCODE = 'BT001',
+                  HINT = 'A window is half-open [known_from, known_to): known_to must be later than known_from.';
+    END IF;
+    -- The classification of bitemporal.changes: a re-recorded remainder is not
+    -- learned; a closed version is superseded if, at the time its knowledge
+    -- ended, a new assertion for its key overlapping it became known, else
+    -- retracted.
+    RETURN QUERY EXECUTE pg_catalog.format(
+        'SELECT c.* FROM ('
+        '  SELECT ''learned''::bitemporal.change_kind, lower(v.known_period), v.version_id, ''{}''::bigint[]'
+        '    FROM %1$s v'
+        '   WHERE v.carried_from IS NULL'
+        '     AND lower(v.known_period) >= coalesce($1, ''-infinity'') AND lower(v.known_period) < coalesce($2, ''infinity'')'
+        '  UNION ALL'
+        '  SELECT CASE WHEN cardinality(s.ids) > 0 THEN ''superseded'' ELSE ''retracted'' END::bitemporal.change_kind,'
+        '         upper(v.known_period), v.version_id, s.ids'
+        '    FROM %1$s v'
+        '   CROSS JOIN LATERAL ('
+        '         SELECT coalesce(array_agg(w.version_id ORDER BY w.version_id), ''{}'') AS ids FROM %1$s w'
+        '          WHERE %2$s AND w.valid_period && v.valid_period AND w.carried_from IS NULL'
+        '            AND lower(w.known_period) = upper(v.known_period)) s'
+        '   WHERE NOT upper_inf(v.known_period)'
+        '     AND upper(v.known_period) >= coalesce($1, ''-infinity'') AND upper(v.known_period) < coalesce($2, ''infinity'')'
+        ') AS c (change, changed_at, version_id, by_version_ids)'
+        ' ORDER BY c.changed_at, c.version_id, c.change',
+        pg_catalog.format('%I.%I', d.table_schema, d.table_name),
+        (SELECT pg_catalog.format('ROW(%s) = ROW(%s)',
+                                  pg_catalog.string_agg('w.' || pg_catalog.quote_ident(c), ', ' ORDER BY i),
+                                  pg_catalog.string_agg('v.' || pg_catalog.quote_ident(c), ', ' ORDER BY i))
+           FROM pg_catalog.unnest(d.key_columns) WITH ORDINALITY AS u (c, i)))
+        USING known_from, known_to;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal.table_changes(regclass, timestamptz, timestamptz) IS
+    'What an application table learned, superseded or retracted in the knowledge window [known_from, known_to) (NULL = unbounded), as bitemporal.changes classifies it, ORDER BY changed_at, version_id. Raises BT001 for an empty or inverted window, BT401 for a table that is not bitemporal.';

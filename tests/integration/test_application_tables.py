@@ -233,7 +233,7 @@ def test_bad_input_raises_typed_errors_and_writes_nothing(
     with raises_sqlstate("BT006"):
         conn.execute("TRUNCATE price CASCADE")
     with raises_sqlstate("BT401"):
-        conn.execute("SELECT bitemporal.table_record(NULL::bitemporal.fact_key)")
+        conn.execute("SELECT bitemporal_internal.table_record(NULL::bitemporal.fact_key)")
     assert snapshot(conn, schema) == before
 
 

@@ -60,7 +60,7 @@ DIRECT_WRITES = [
     "TRUNCATE bitemporal.fact_version CASCADE",
     "UPDATE bitemporal.fact_key SET last_known_at = now() WHERE entity = %(e)s",
     "UPDATE bitemporal.memory_item SET pinned = true",
-    "SELECT bitemporal.cut(%(e)s, 'attachment_limit_mb', 'policy', tstzrange(NULL, NULL), now())",
+    "SELECT bitemporal_internal.cut(%(e)s, 'attachment_limit_mb', 'policy', tstzrange(NULL, NULL), now())",
 ]
 
 
@@ -122,3 +122,56 @@ def test_auditor_reads_everything_and_writes_nothing(login: Any, seeded: Key) ->
 def test_a_role_without_grants_sees_nothing(login: Any, seeded: Key) -> None:
     with pytest.raises(PermissionDeniedError, match="permission denied"):
         Store(login("nobody")).facts.resolve(seeded)
+
+
+def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store) -> None:
+    """The read functions keep working for the reader although the helpers they use live
+    in bitemporal_internal, which the reader may not use itself."""
+    namespace = f"ns-{uuid.uuid4().hex}"
+    memory = store.memory(namespace)
+    memory.register("a")
+    schema = f"app_{uuid.uuid4().hex[:10]}"
+    admin = store.connection
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    admin.execute(sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema)))
+    admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (f"{schema}.price",))
+    admin.execute(sql.SQL("SELECT {}.price_record('A', 1)").format(sql.Identifier(schema)))
+    admin.execute(sql.SQL("GRANT USAGE ON SCHEMA {0} TO bitemporal_reader; "
+                          "GRANT SELECT ON ALL TABLES IN SCHEMA {0} TO bitemporal_reader").format(sql.Identifier(schema)))
+    try:
+        reader = login("reader")
+        e, a = seeded.entity, seeded.attribute
+        queries = [
+            ("SELECT count(*) FROM bitemporal.as_of(%s, %s)", (e, a), 1),
+            ("SELECT (bitemporal.resolve(%s, %s)).status::text", (e, a), "supported"),
+            ("SELECT count(*) FROM bitemporal.history(%s, %s)", (e, a), 1),
+            ("SELECT count(*) FROM bitemporal.changes(NULL, NULL, %s, %s)", (e, a), 1),
+            ("SELECT bitemporal.explain(%s, %s) ->> 'status'", (e, a), "supported"),
+            ("SELECT bitemporal.explain_sentence(bitemporal.explain(%s, %s)) IS NOT NULL", (e, a), True),
+            ("SELECT count(*) FROM bitemporal.retrospective_diff(%s, %s, NULL, now())", (e, a), 1),
+            ("SELECT count(*) >= 0 FROM bitemporal.stale()", (), True),
+            ("SELECT count(*) FROM bitemporal.dependents('{}', '{}')", (), 0),
+            ("SELECT count(*) FROM bitemporal.search_evidence('limit', NULL, NULL, 5, 'english', %s, %s)", (e, a), 0),
+            ("SELECT count(*) FROM bitemporal.rank_versions('{}', '{}', NULL, NULL, 5, %s, %s)", (e, a), 0),
+            ("SELECT bitemporal.memory_turn(%s)", (namespace,), 1),
+            ("SELECT count(*) FROM bitemporal.memory_items(%s)", (namespace,), 1),
+            ("SELECT bitemporal.memory_is_present(%s, 'a')", (namespace,), True),
+            ("SELECT bitemporal.memory_working_set_size(%s)", (namespace,), 1),
+            ("SELECT bitemporal.memory_retention(%s, 'a')", (namespace,), 1.0),
+            ("SELECT bitemporal.memory_stability(%s, 'a') > 0", (namespace,), True),
+            (f"SELECT count(*) FROM {schema}.price_as_of()", (), 1),
+            (f"SELECT count(*) FROM {schema}.price_history('A')", (), 1),
+            (f"SELECT count(*) FROM {schema}.price_changes()", (), 1),
+            ("SELECT count(*) FROM bitemporal.table_changes(%s::regclass)", (f"{schema}.price",), 1),
+        ]
+        for query, params, expected in queries:
+            assert reader.execute(query, params).fetchone() == (expected,), query
+        with pytest.raises(psycopg.Error, match=r'unknown key \(sku="B"\) in app_\w+\.price') as caught:
+            reader.execute(sql.SQL("SELECT * FROM {}.price_history('B')").format(sql.Identifier(schema)))
+        assert caught.value.sqlstate == "BT004"
+        # The helpers themselves are out of the reader's reach.
+        with pytest.raises(DENIED):
+            reader.execute("SELECT bitemporal_internal.check_instant('t', now())")
+    finally:
+        admin.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{schema}.price",))
+        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
