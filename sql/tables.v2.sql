@@ -14,7 +14,12 @@
 --     <table>_history, run with the caller's rights and name nothing in
 --     bitemporal_internal (which only the owner may use): each is written out
 --     in full instead of calling the internal helpers (key_match,
---     require_table_key). Their results and errors are unchanged.
+--     require_table_key). Their results and errors are unchanged;
+--   * enable_table and refresh_table refuse (BT402) a caller who does not own
+--     the table: the generated write functions are SECURITY DEFINER, owned by
+--     the caller, and the table's triggers fire inside them, so they must
+--     belong to the table's owner. bitemporal_internal.regenerate_table is
+--     refresh_table without that check, for migrations.
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.create_table_functions(relation regclass)
 RETURNS text[]
@@ -168,6 +173,15 @@ BEGIN
     -- before anything changes.
     problem := CASE
         WHEN kind <> 'r' THEN 'only an ordinary table can be made bitemporal'
+        -- The generated write functions are SECURITY DEFINER, owned by whoever
+        -- runs this: the table's owner, or its triggers would run with another
+        -- role's rights at every write.
+        WHEN pg_catalog.pg_get_userbyid((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = relation)) <> current_user
+            THEN pg_catalog.format('it is owned by %I, and its generated write functions, which run with the rights of '
+                                   'their owner (as would the table''s triggers), would belong to %I: make it bitemporal '
+                                   'as its owner, or first ALTER TABLE %s OWNER TO %I',
+                                   pg_catalog.pg_get_userbyid((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = relation)),
+                                   current_user, relation, current_user)
         WHEN EXISTS (SELECT FROM bitemporal.app_table a WHERE a.table_schema = schema_name AND a.table_name = table_name)
             THEN 'it is bitemporal already'
         -- The longest name derived from the table's, <table>_valid_period_half_open,
@@ -364,3 +378,80 @@ END;
 $$;
 COMMENT ON FUNCTION bitemporal.table_changes(regclass, timestamptz, timestamptz) IS
     'What an application table learned, superseded or retracted in the knowledge window [known_from, known_to) (NULL = unbounded), as bitemporal.changes classifies it, ORDER BY changed_at, version_id. Raises BT001 for an empty or inverted window, BT401 for a table that is not bitemporal.';
+
+CREATE FUNCTION bitemporal_internal.regenerate_table(relation regclass)
+RETURNS text[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    d         bitemporal.app_table := bitemporal.table_definition(relation);
+    acls      text[];  -- each function's ACL, NULL for the default
+    fns       text[];
+    statement text;
+BEGIN
+    -- After ALTER TABLE added or dropped a value column: the functions'
+    -- signatures and row images follow the table's columns. Their privileges
+    -- are the application's, so the new functions get the old ones'.
+    SELECT pg_catalog.array_agg(p.proacl::text ORDER BY f.i) INTO acls
+      FROM pg_catalog.unnest(d.functions) WITH ORDINALITY AS f (fn, i)
+      JOIN pg_catalog.pg_proc p ON p.oid = f.fn::regprocedure;
+    PERFORM bitemporal_internal.drop_table_functions(d);
+    UPDATE bitemporal.app_table a
+       SET value_columns = coalesce((
+               SELECT pg_catalog.array_agg(att.attname::text ORDER BY att.attnum)
+                 FROM pg_catalog.pg_attribute att
+                WHERE att.attrelid = relation AND att.attnum > 0 AND NOT att.attisdropped AND att.attgenerated = ''
+                  AND NOT att.attname = ANY (d.key_columns)
+                  AND att.attname NOT IN ('version_id', 'valid_period', 'known_period', 'carried_from', 'recorded_in')),
+               '{}')
+     WHERE a.table_schema = d.table_schema AND a.table_name = d.table_name;
+    fns := bitemporal_internal.create_table_functions(relation);
+    -- A function whose ACL was not the default has its privileges given again
+    -- from scratch: PUBLIC's EXECUTE taken away, then every EXECUTE grant of
+    -- the old function (PUBLIC's included) made anew.
+    FOR statement IN
+        SELECT s.sql FROM (
+            SELECT f.i, 0 AS step, pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', fns[f.i]) AS sql
+              FROM pg_catalog.generate_subscripts(acls, 1) AS f (i)
+             WHERE acls[f.i] IS NOT NULL
+            UNION ALL
+            SELECT f.i, 1, pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', fns[f.i],
+                               CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
+                               CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+              FROM pg_catalog.generate_subscripts(acls, 1) AS f (i),
+                   pg_catalog.aclexplode(acls[f.i]::aclitem[]) AS a
+             WHERE a.privilege_type = 'EXECUTE') AS s
+         ORDER BY s.i, s.step
+    LOOP
+        EXECUTE statement;
+    END LOOP;
+    RETURN fns;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal_internal.regenerate_table(regclass) IS
+    'What bitemporal.refresh_table does, without its check of the caller (migrations regenerate every table''s functions as they were owned): the functions generated again, with the EXECUTE grants the old ones had. Returns their signatures.';
+
+CREATE OR REPLACE FUNCTION bitemporal.refresh_table(relation regclass)
+RETURNS text[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    d bitemporal.app_table := bitemporal.table_definition(relation);
+BEGIN
+    -- As enable_table: the new functions belong to the caller, so the caller
+    -- must own the table.
+    IF pg_catalog.pg_get_userbyid((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = relation)) <> current_user THEN
+        RAISE EXCEPTION '%.% cannot be refreshed: it is owned by %, and its generated write functions, which run with the rights of their owner (as would the table''s triggers), would belong to %',
+                d.table_schema, d.table_name,
+                pg_catalog.pg_get_userbyid((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = relation)), current_user
+            USING ERRCODE = 'BT402',
+                  HINT = 'Refresh it as its owner.';
+    END IF;
+    RETURN bitemporal_internal.regenerate_table(relation);
+END;
+$$;
+COMMENT ON FUNCTION bitemporal.refresh_table(regclass) IS
+    'Regenerates an application table''s functions after value columns were added or dropped, with the EXECUTE grants the old ones had. Returns their signatures. Raises BT402 unless the caller owns the table (the write functions run with their owner''s rights).';

@@ -19,8 +19,12 @@
    owner may use; bitemporal keeps the documented API (surface.v1.sql holds
    the one list of moved functions and says how the API reaches them).
 
-The functions of tables made bitemporal earlier are generated again
-(refresh_table), in both directions. The downgrade moves the functions back
+3. enable_table and refresh_table refuse a caller who does not own the table
+   (the generated write functions run with their owner's rights, and the
+   table's triggers inside them).
+
+The functions of tables made bitemporal earlier are generated again, in both
+directions, owned as they were. The downgrade moves the functions back
 and restores 0008's definitions from the frozen files, with the attributes
 earlier migrations had given them with ALTER FUNCTION.
 
@@ -113,7 +117,6 @@ REDEFINED = {
     "table_retract": "tables.v1.sql",
     "require_table_key": "tables.v1.sql",
     "table_guard": "tables.v1.sql",
-    "refresh_table": "tables.v1.sql",
     "check_reference": "tables.v1.sql",
     "reference_child_check": "tables.v1.sql",
     "reference_parent_check": "tables.v1.sql",
@@ -138,6 +141,7 @@ REDEFINED = {
     "create_table_functions": "tables.v1.sql",
     "enable_table": "tables.v1.sql",
     "table_changes": "tables.v1.sql",
+    "refresh_table": "tables.v1.sql",
 }
 
 # Attributes 0008's definitions had beyond their file's text (set by
@@ -159,8 +163,9 @@ ALTERED = {
 }
 
 PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
+# The functions of every application table generated again, owned as before.
 REFRESH_TABLES = (
-    "SELECT bitemporal.refresh_table(pg_catalog.format('%I.%I', a.table_schema, a.table_name)::regclass) "
+    "SELECT {}(pg_catalog.format('%I.%I', a.table_schema, a.table_name)::regclass) "
     "FROM bitemporal.app_table a ORDER BY a.table_schema, a.table_name"
 )
 
@@ -175,7 +180,7 @@ def upgrade() -> None:
     op.execute(PINNED_PATH)
     for name in FILES:
         op.execute(sql_text(name))
-    op.execute(REFRESH_TABLES)
+    op.execute(REFRESH_TABLES.format("bitemporal_internal.regenerate_table"))
     op.execute("SET LOCAL search_path TO DEFAULT")
 
 
@@ -187,5 +192,6 @@ def downgrade() -> None:
         if function in ALTERED:
             op.execute(f"ALTER FUNCTION bitemporal.{function} {ALTERED[function]}")
     op.execute("ALTER FUNCTION bitemporal.memory_turn(text) SECURITY INVOKER RESET search_path")
+    op.execute("DROP FUNCTION bitemporal_internal.regenerate_table(regclass)")
     op.execute("DROP SCHEMA bitemporal_internal")
-    op.execute(REFRESH_TABLES)
+    op.execute(REFRESH_TABLES.format("bitemporal.refresh_table"))

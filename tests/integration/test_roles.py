@@ -175,3 +175,43 @@ def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store)
     finally:
         admin.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{schema}.price",))
         admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+def test_only_a_tables_owner_makes_it_bitemporal(store: Store) -> None:
+    """The generated write functions are SECURITY DEFINER and the table's triggers fire
+    inside them: owned by anyone but the table's owner, a trigger the owner adds would run
+    with that role's rights (the superuser's, when the superuser ran enable_table)."""
+    admin = store.connection
+    suffix = uuid.uuid4().hex[:10]
+    owner, schema = f"bt_owner_{suffix}", f"app_{suffix}"
+    table = f"{schema}.price"
+    admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(owner)))
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    admin.execute(sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema)))
+    alter_owner = sql.SQL("ALTER TABLE {}.price OWNER TO {}")
+    try:
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.Identifier(owner)))
+        with pytest.raises(psycopg.Error, match=f"it is owned by {owner}") as caught:
+            admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (table,))
+        assert caught.value.sqlstate == "BT402"
+        assert admin.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'version_id'", (table,)
+        ).fetchone() == (0,)
+        # Given to the caller first, it is made bitemporal; the write functions belong to its owner.
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.SQL("CURRENT_USER")))
+        admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (table,))
+        assert admin.execute(
+            "SELECT bool_and(p.proowner = c.relowner) FROM pg_proc p, pg_class c "
+            "WHERE p.pronamespace = %s::regnamespace AND c.oid = %s::regclass", (schema, table)
+        ).fetchone() == (True,)
+        # Handed to another role afterwards, only that role may generate them again.
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.Identifier(owner)))
+        with pytest.raises(psycopg.Error, match=f"owned by {owner}") as caught:
+            admin.execute("SELECT bitemporal.refresh_table(%s::regclass)", (table,))
+        assert caught.value.sqlstate == "BT402"
+    finally:
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.SQL("CURRENT_USER")))
+        if admin.execute("SELECT to_regclass(%s || '_key')", (table,)).fetchone() != (None,):
+            admin.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
+        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
