@@ -2574,57 +2574,6 @@ $$;
 COMMENT ON FUNCTION bitemporal_internal.advance_table_key(bitemporal.app_table, anyelement, timestamptz) IS
     'Records that a key of an application table changed at a knowledge time (called with the key locked).';
 
--- bitemporal_internal.table_cut: tables.v1.sql
-CREATE OR REPLACE FUNCTION bitemporal_internal.table_cut(d bitemporal.app_table, image anyelement, period tstzrange, known_at timestamptz)
-RETURNS bigint[]
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    me      xid8 := pg_catalog.pg_current_xact_id();
-    tab     text := pg_catalog.format('%I.%I', d.table_schema, d.table_name);
-    columns text[] := d.key_columns || d.value_columns;
-    v       record;
-    unseen  boolean;
-    ended   bigint[] := '{}';
-BEGIN
-    -- As bitemporal_internal.cut: end each overlapping current version (close its
-    -- knowledge or, if this transaction wrote it at this very knowledge time,
-    -- remove it: nobody saw it) and, in the same statement, re-record its
-    -- parts outside the period. The version is ended before its remainders
-    -- are inserted, so the exclusion constraint never sees both open.
-    FOR v IN EXECUTE pg_catalog.format(
-            'SELECT v.version_id, lower(v.known_period) AS known_from, v.recorded_in, v.carried_from FROM %s v'
-            ' WHERE %s AND upper_inf(v.known_period) AND v.valid_period && $2 ORDER BY v.version_id',
-            tab, bitemporal_internal.key_match(d, 'v'))
-        USING image, period
-    LOOP
-        unseen := v.known_from = known_at AND v.recorded_in = me;
-        IF NOT unseen AND v.known_from >= known_at THEN
-            RAISE EXCEPTION 'knowledge time % is not later than version % of % (known from %)',
-                    known_at, v.version_id, tab, v.known_from
-                USING ERRCODE = 'BT002';
-        END IF;
-        EXECUTE pg_catalog.format(
-            'WITH ended AS (%s RETURNING v.*) '
-            'INSERT INTO %s (%s, valid_period, known_period, carried_from) '
-            'SELECT %s, piece, tstzrange($2, NULL, ''[)''), $4 '
-            '  FROM ended e, unnest(tstzmultirange(e.valid_period) - tstzmultirange($3)) AS piece '
-            ' ORDER BY lower(piece) NULLS FIRST',
-            CASE WHEN unseen THEN pg_catalog.format('DELETE FROM %s v WHERE v.version_id = $1', tab)
-                 ELSE pg_catalog.format('UPDATE %s v SET known_period = tstzrange(lower(v.known_period), $2, ''[)'') '
-                                        'WHERE v.version_id = $1', tab) END,
-            tab, bitemporal_internal.column_list(columns), bitemporal_internal.column_list(columns, 'e.'))
-            USING v.version_id, known_at, period,
-                  CASE WHEN unseen THEN v.carried_from ELSE coalesce(v.carried_from, v.version_id) END;
-        ended := ended || v.version_id;
-    END LOOP;
-    RETURN ended;
-END;
-$$;
-COMMENT ON FUNCTION bitemporal_internal.table_cut(bitemporal.app_table, anyelement, tstzrange, timestamptz) IS
-    'Ends, at known_at, the knowledge of the current versions of the image''s key overlapping a valid period and re-records their remainders outside it; returns the ended version ids. Call with the key locked. The rule of bitemporal_internal.cut.';
-
 -- bitemporal_internal.check_table_references: tables.v1.sql
 CREATE OR REPLACE FUNCTION bitemporal_internal.check_table_references(d bitemporal.app_table)
 RETURNS void
