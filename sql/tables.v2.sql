@@ -20,6 +20,9 @@
 --     the caller, and the table's triggers fire inside them, so they must
 --     belong to the table's owner. bitemporal_internal.regenerate_table is
 --     refresh_table without that check, for migrations;
+--   * enable_table and refresh_table refuse (BT402) a column of a type
+--     without an equality operator (json, xml, point), with which every write
+--     failed (bitemporal_internal.equality_problem);
 --   * table_cut names the remainders it re-records r.piece, not piece, which
 --     a value column of that name made ambiguous (42702) in every cut and
 --     retract: every name a generated statement uses is qualified by an alias.
@@ -142,6 +145,38 @@ $$;
 COMMENT ON FUNCTION bitemporal_internal.create_table_functions(regclass) IS
     'Generates the typed functions of an application table in its schema: <table>_record(key..., values..., valid_from, valid_to, known_at), <table>_retract(key..., valid_from, valid_to, known_at) (both SECURITY DEFINER, no EXECUTE for PUBLIC), <table>_as_of(valid_at, known_at), <table>_history(key...) and <table>_changes(known_from, known_to). Returns their signatures.';
 
+CREATE FUNCTION bitemporal_internal.equality_problem(relation regclass)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col record;
+BEGIN
+    -- A write compares a row's columns with the versions already known (and
+    -- the key's with =): a type without an equality operator (json, xml,
+    -- point) would make every write fail. Tried as the write path spells it,
+    -- under the same search_path.
+    FOR col IN
+        SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type_name
+          FROM pg_catalog.pg_attribute a
+         WHERE a.attrelid = relation AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+         ORDER BY a.attnum
+    LOOP
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT NULL::%1$s IS NOT DISTINCT FROM NULL::%1$s', col.type_name);
+        EXCEPTION WHEN undefined_function THEN
+            RETURN pg_catalog.format('its column %I is of type %s, which has no equality operator (= %s, %s): '
+                                     'a write compares a row''s values with those already known; use jsonb for JSON',
+                                     col.attname, col.type_name, col.type_name, col.type_name);
+        END;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal_internal.equality_problem(regclass) IS
+    'Why a table cannot be (or stay) bitemporal for want of equality: its first column whose type has no = operator (json, xml, point), said as a reason; NULL if every column has one.';
+
 CREATE OR REPLACE FUNCTION bitemporal.enable_table(relation regclass, key_columns text[], valid_from timestamptz DEFAULT NULL)
 RETURNS text[]
 LANGUAGE plpgsql
@@ -235,6 +270,9 @@ BEGIN
                                             WHERE a.attrelid = relation AND a.attnum = ANY (con.conkey))
                                           = (SELECT pg_catalog.array_agg(k ORDER BY k) FROM pg_catalog.unnest(key_columns) k))
          LIMIT 1;
+    END IF;
+    IF problem IS NULL THEN
+        problem := bitemporal_internal.equality_problem(relation);
     END IF;
     IF problem IS NULL AND pg_catalog.to_regclass(pg_catalog.format('%I.%I', schema_name, key_table)) IS NOT NULL THEN
         problem := pg_catalog.format('its key table %I.%I exists already', schema_name, key_table);
@@ -453,11 +491,16 @@ BEGIN
             USING ERRCODE = 'BT402',
                   HINT = 'Refresh it as its owner.';
     END IF;
+    -- A value column added since enable_table must be comparable too.
+    IF bitemporal_internal.equality_problem(relation) IS NOT NULL THEN
+        RAISE EXCEPTION '%.% cannot be refreshed: %', d.table_schema, d.table_name, bitemporal_internal.equality_problem(relation)
+            USING ERRCODE = 'BT402';
+    END IF;
     RETURN bitemporal_internal.regenerate_table(relation);
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.refresh_table(regclass) IS
-    'Regenerates an application table''s functions after value columns were added or dropped, with the EXECUTE grants the old ones had. Returns their signatures. Raises BT402 unless the caller owns the table (the write functions run with their owner''s rights).';
+    'Regenerates an application table''s functions after value columns were added or dropped, with the EXECUTE grants the old ones had. Returns their signatures. Raises BT402 unless the caller owns the table (the write functions run with their owner''s rights), or for a column of a type without equality.';
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.table_cut(d bitemporal.app_table, image anyelement, period tstzrange, known_at timestamptz)
 RETURNS bigint[]

@@ -193,5 +193,6 @@ def downgrade() -> None:
             op.execute(f"ALTER FUNCTION bitemporal.{function} {ALTERED[function]}")
     op.execute("ALTER FUNCTION bitemporal.memory_turn(text) SECURITY INVOKER RESET search_path")
     op.execute("DROP FUNCTION bitemporal_internal.regenerate_table(regclass)")
+    op.execute("DROP FUNCTION bitemporal_internal.equality_problem(regclass)")
     op.execute("DROP SCHEMA bitemporal_internal")
     op.execute(REFRESH_TABLES.format("bitemporal.refresh_table"))

@@ -31,6 +31,7 @@ from bitemporal import (
     UnknownTableError,
 )
 from bitemporal.changes import ChangeKind
+from bitemporal.errors import SchemaNotMigratedError, error_for
 
 JAN, FEB, MAR, APR, MAY = (datetime(2026, m, 1, tzinfo=UTC) for m in range(1, 6))
 US = timedelta(microseconds=1)
@@ -550,3 +551,46 @@ def test_columns_named_like_internal_identifiers(connect: Callable[..., psycopg.
         for table in ("child", "weird"):
             conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{name}.{table}",))
         conn.execute(sql.SQL("DROP SCHEMA {}").format(sql.Identifier(name)))
+
+
+@pytest.mark.parametrize("type_name", ["json", "xml", "point"])
+def test_a_column_type_without_equality_is_refused(connect: Callable[..., psycopg.Connection[Any]],
+                                                   type_name: str) -> None:
+    """Every write compares a row's values with the known ones: a type without = made every
+    write fail, reported as SchemaNotMigratedError (issue 11, finding 12)."""
+    name = f"app_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(name)))
+    try:
+        conn.execute(sql.SQL("CREATE TABLE doc (sku text, body {})").format(sql.SQL(type_name)))
+        with raises_sqlstate("BT402", match=f"its column body is of type {type_name}, which has no equality operator"):
+            conn.execute("SELECT bitemporal.enable_table('doc', ARRAY['sku'])")
+        assert conn.execute("SELECT count(*) FROM bitemporal.app_table WHERE table_schema = %s", (name,)
+                            ).fetchone() == (0,)
+        # Added after enable_table: refresh_table refuses it.
+        conn.execute("CREATE TABLE note (sku text, body text)")
+        conn.execute("SELECT bitemporal.enable_table('note', ARRAY['sku'])")
+        conn.execute(sql.SQL("ALTER TABLE note ADD COLUMN extra {}").format(sql.SQL(type_name)))
+        with raises_sqlstate("BT402", match="has no equality operator"):
+            conn.execute("SELECT bitemporal.refresh_table('note')")
+    finally:
+        conn.execute("RESET search_path")
+        if conn.execute("SELECT to_regclass(%s)", (f"{name}.note_key",)).fetchone() != (None,):
+            conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{name}.note",))
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+def test_only_a_missing_bitemporal_object_means_not_migrated(connect: Callable[..., psycopg.Connection[Any]]) -> None:
+    """SchemaNotMigratedError is for a statement naming a bitemporal function or schema that
+    does not exist, not for the same SQLSTATE raised inside a function."""
+    conn = connect()
+    for statement, not_migrated in [
+        ("SELECT bitemporal.no_such_function()", True),
+        ("SELECT no_such_schema.f()", True),
+        ("DO $$ BEGIN PERFORM bitemporal.no_such_function(); END $$", False),
+        ("DO $$ BEGIN PERFORM '{}'::json = '{}'::json; END $$", False),
+    ]:
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(statement)
+        assert isinstance(error_for(caught.value), SchemaNotMigratedError) is not_migrated, statement
