@@ -7,7 +7,8 @@
 -- whoever calls. Two ways keep that out, depending on the kind of function:
 --   * PL/pgSQL functions (and SQL functions that cannot have a standard body,
 --     because they take polymorphic arguments) run with
---     SET search_path = pg_catalog, pg_temp: migration 0009 sets it on each;
+--     SET search_path = pg_catalog, pg_temp: surface.v1.sql and tables.v2.sql
+--     create each again with it;
 --   * the fact store's SQL functions below must stay inlinable into the
 --     caller's query (a SET clause prevents inlining): they have SQL-standard
 --     bodies (BEGIN ATOMIC ... END), which PostgreSQL parses once, when the
