@@ -440,7 +440,13 @@ def error_for(exc: psycopg.Error) -> BitemporalError:
         return InvalidValueError(
             "value contains a \\u0000 character, which PostgreSQL jsonb cannot store"
         )
-    if sqlstate == "3F000" or (sqlstate == "42883" and "bitemporal." in str(exc)):
+    # The statement itself named a schema or function that does not exist: the
+    # bitemporal schema is missing or behind (the API sends only statements
+    # naming bitemporal's own). Told by SQLSTATE and by the error being the
+    # statement's own (no CONTEXT), never by the message's text: the same
+    # SQLSTATE raised inside a function (an operator a column type lacks, say)
+    # is no migration problem.
+    if sqlstate in ("3F000", "42883") and exc.diag.context is None:
         return SchemaNotMigratedError(
             "the database has no bitemporal schema", hint="run `bitemporal db upgrade`"
         )

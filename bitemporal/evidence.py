@@ -299,7 +299,11 @@ class Evidence:
     def vector_available(self) -> bool:
         """Whether the server has the pgvector extension (so :meth:`enable_vector` can work)."""
         with self._reading() as conn:
-            row = conn.execute("SELECT bitemporal.vector_available()").fetchone()
+            # The catalog, as bitemporal_internal.vector_available() reads it
+            # (internal functions are not the API).
+            row = conn.execute(
+                "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions WHERE name = 'vector')"
+            ).fetchone()
         assert row is not None
         return bool(row[0])
 

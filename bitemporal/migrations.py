@@ -9,6 +9,7 @@ migrate a database without a checkout. Our version table is
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from argparse import Namespace
@@ -52,9 +53,44 @@ def resource_dir(name: str) -> Path:
     raise FileNotFoundError(f"bitemporal resource directory {name!r} not found")
 
 
+# sha256 of every file in sql/, one "<hex>  <name>" line each (sha256sum's
+# format): loaded SQL files are frozen, and a migration refuses a file whose
+# bytes are not the ones it was released with.
+MANIFEST = "MANIFEST.sha256"
+
+
+def sql_manifest(directory: Path) -> dict[str, str]:
+    """The checksums ``directory``'s manifest lists, by file name."""
+    listed: dict[str, str] = {}
+    for line in (directory / MANIFEST).read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        listed[name] = digest
+    return listed
+
+
+def sql_manifest_problems(directory: Path) -> list[str]:
+    """How the SQL files in ``directory`` differ from its manifest (empty: they match)."""
+    listed = sql_manifest(directory)
+    present = {p.name for p in directory.glob("*.sql")}
+    problems = [f"{name}: not in {MANIFEST}" for name in sorted(present - listed.keys())]
+    problems += [f"{name}: listed in {MANIFEST} but missing" for name in sorted(listed.keys() - present)]
+    for name in sorted(present & listed.keys()):
+        if hashlib.sha256((directory / name).read_bytes()).hexdigest() != listed[name]:
+            problems.append(f"{name}: changed since it was frozen (its sha256 is not the one in {MANIFEST})")
+    return problems
+
+
 def sql_text(filename: str) -> str:
-    """The text of one versioned SQL file from ``sql/`` (for migrations)."""
-    return (resource_dir("sql") / filename).read_text(encoding="utf-8")
+    """The text of one versioned SQL file from ``sql/`` (for migrations), checked against
+    the manifest: a frozen file that changed is refused rather than loaded."""
+    directory = resource_dir("sql")
+    data = (directory / filename).read_bytes()
+    if sql_manifest(directory).get(filename) != hashlib.sha256(data).hexdigest():
+        raise ConfigurationError(
+            f"sql/{filename} is not the file {MANIFEST} lists: a loaded SQL file is frozen; "
+            "put a changed definition in a new versioned file loaded by a new migration"
+        )
+    return data.decode("utf-8")
 
 
 def previous_definition(filename: str, function: str) -> str:
@@ -62,13 +98,13 @@ def previous_definition(filename: str, function: str) -> str:
     file defines it: what a migration that redefined the function restores on downgrade."""
     text_ = sql_text(filename)
     found = re.search(
-        rf"^CREATE FUNCTION {re.escape(function)}\(.*?^COMMENT ON FUNCTION {re.escape(function)}\(.*?';$",
+        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(function)}\(.*?^COMMENT ON FUNCTION {re.escape(function)}\(.*?';$",
         text_,
         re.MULTILINE | re.DOTALL,
     )
     if found is None:
         raise LookupError(f"{filename} does not define {function}")
-    return found[0].replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+    return re.sub(r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION", found[0], count=1)
 
 
 Target = str | Engine | Connection | None

@@ -31,6 +31,7 @@ from bitemporal import (
     UnknownTableError,
 )
 from bitemporal.changes import ChangeKind
+from bitemporal.errors import SchemaNotMigratedError, error_for
 
 JAN, FEB, MAR, APR, MAY = (datetime(2026, m, 1, tzinfo=UTC) for m in range(1, 6))
 US = timedelta(microseconds=1)
@@ -233,7 +234,7 @@ def test_bad_input_raises_typed_errors_and_writes_nothing(
     with raises_sqlstate("BT006"):
         conn.execute("TRUNCATE price CASCADE")
     with raises_sqlstate("BT401"):
-        conn.execute("SELECT bitemporal.table_record(NULL::bitemporal.fact_key)")
+        conn.execute("SELECT bitemporal_internal.table_record(NULL::bitemporal.fact_key)")
     assert snapshot(conn, schema) == before
 
 
@@ -503,3 +504,93 @@ def test_schema_functions_refuse_bad_input_and_change_nothing(
         with raises_sqlstate(code, match=message):
             conn.execute(statement)
     assert conn.execute(catalog, (schema, schema)).fetchone() == before
+
+
+# Every identifier the generated statements and functions use (aliases, CTE and
+# column names, parameters and variables of the internal functions), as a column.
+INTERNAL_NAMES = (
+    "piece", "p", "e", "v", "w", "s", "c", "k", "u", "i", "ended", "ids", "change", "changed_at",
+    "by_version_ids", "image", "d", "tab", "columns", "period", "t", "me", "result", "same_id",
+    "unseen", "found", "ref", "names", "ddl", "fns", "relation", "lower", "upper", "unnest",
+    "range_agg", "tstzrange", "coalesce", "now",
+)
+
+
+def test_columns_named_like_internal_identifiers(connect: Callable[..., psycopg.Connection[Any]]) -> None:
+    """No generated statement collides with a column's name (issue 11, finding 13: a
+    value column named piece broke every cut and retract with 42702)."""
+    name = f"app_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(name)))
+    values = [c for c in INTERNAL_NAMES if c not in ("k", "v")]
+    conn.execute(sql.SQL("CREATE TABLE weird (k text, v text, {})").format(
+        sql.SQL(", ").join(sql.SQL("{} int").format(sql.Identifier(c)) for c in values)))
+    conn.execute("SELECT bitemporal.enable_table('weird', ARRAY['k', 'v'])")
+    conn.execute("CREATE TABLE child (id text, k text, v text, piece int)")
+    conn.execute("SELECT bitemporal.enable_table('child', ARRAY['id'])")
+    conn.execute("SELECT bitemporal.add_reference('child', ARRAY['k', 'v'], 'weird')")
+    record = sql.SQL("SELECT weird_record('K', 'V', {}, %s, %s)").format(
+        sql.SQL(", ").join(sql.Literal(n) for n in range(len(values))))
+    try:
+        conn.execute(record, (JAN, None))
+        conn.execute(sql.SQL("SELECT weird_record('K', 'V', {}, %s, %s)").format(
+            sql.SQL(", ").join(sql.Literal(n + 1) for n in range(len(values)))), (FEB, MAR))
+        conn.execute("SELECT child_record('C', 'K', 'V', 1, %s, %s)", (FEB, MAR))
+        assert conn.execute("SELECT weird_retract('K', 'V', %s, %s)", (APR, MAY)).fetchone() != ([],)
+        assert conn.execute("SELECT piece, k, v FROM weird_as_of(%s) WHERE k = 'K'", (FEB,)).fetchall() == [(1, "K", "V")]
+        assert len(conn.execute("SELECT * FROM weird_history('K', 'V')").fetchall()) == 6
+        assert len(conn.execute("SELECT * FROM weird_changes()").fetchall()) >= 3
+        with raises_sqlstate("BT004"):
+            conn.execute("SELECT * FROM weird_history('K', 'X')")
+        with raises_sqlstate("BT403"):
+            conn.execute("SELECT weird_retract('K', 'V', %s, %s)", (FEB, MAR))
+        conn.execute("SELECT bitemporal.refresh_table('weird')")
+    finally:
+        conn.execute("RESET search_path")
+        for table in ("child", "weird"):
+            conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{name}.{table}",))
+        conn.execute(sql.SQL("DROP SCHEMA {}").format(sql.Identifier(name)))
+
+
+@pytest.mark.parametrize("type_name", ["json", "xml", "point"])
+def test_a_column_type_without_equality_is_refused(connect: Callable[..., psycopg.Connection[Any]],
+                                                   type_name: str) -> None:
+    """Every write compares a row's values with the known ones: a type without = made every
+    write fail, reported as SchemaNotMigratedError (issue 11, finding 12)."""
+    name = f"app_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(name)))
+    try:
+        conn.execute(sql.SQL("CREATE TABLE doc (sku text, body {})").format(sql.SQL(type_name)))
+        with raises_sqlstate("BT402", match=f"its column body is of type {type_name}, which has no equality operator"):
+            conn.execute("SELECT bitemporal.enable_table('doc', ARRAY['sku'])")
+        assert conn.execute("SELECT count(*) FROM bitemporal.app_table WHERE table_schema = %s", (name,)
+                            ).fetchone() == (0,)
+        # Added after enable_table: refresh_table refuses it.
+        conn.execute("CREATE TABLE note (sku text, body text)")
+        conn.execute("SELECT bitemporal.enable_table('note', ARRAY['sku'])")
+        conn.execute(sql.SQL("ALTER TABLE note ADD COLUMN extra {}").format(sql.SQL(type_name)))
+        with raises_sqlstate("BT402", match="has no equality operator"):
+            conn.execute("SELECT bitemporal.refresh_table('note')")
+    finally:
+        conn.execute("RESET search_path")
+        if conn.execute("SELECT to_regclass(%s)", (f"{name}.note_key",)).fetchone() != (None,):
+            conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{name}.note",))
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+def test_only_a_missing_bitemporal_object_means_not_migrated(connect: Callable[..., psycopg.Connection[Any]]) -> None:
+    """SchemaNotMigratedError is for a statement naming a bitemporal function or schema that
+    does not exist, not for the same SQLSTATE raised inside a function."""
+    conn = connect()
+    for statement, not_migrated in [
+        ("SELECT bitemporal.no_such_function()", True),
+        ("SELECT no_such_schema.f()", True),
+        ("DO $$ BEGIN PERFORM bitemporal.no_such_function(); END $$", False),
+        ("DO $$ BEGIN PERFORM '{}'::json = '{}'::json; END $$", False),
+    ]:
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(statement)
+        assert isinstance(error_for(caught.value), SchemaNotMigratedError) is not_migrated, statement

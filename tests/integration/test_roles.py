@@ -60,7 +60,7 @@ DIRECT_WRITES = [
     "TRUNCATE bitemporal.fact_version CASCADE",
     "UPDATE bitemporal.fact_key SET last_known_at = now() WHERE entity = %(e)s",
     "UPDATE bitemporal.memory_item SET pinned = true",
-    "SELECT bitemporal.cut(%(e)s, 'attachment_limit_mb', 'policy', tstzrange(NULL, NULL), now())",
+    "SELECT bitemporal_internal.cut(%(e)s, 'attachment_limit_mb', 'policy', tstzrange(NULL, NULL), now())",
 ]
 
 
@@ -122,3 +122,96 @@ def test_auditor_reads_everything_and_writes_nothing(login: Any, seeded: Key) ->
 def test_a_role_without_grants_sees_nothing(login: Any, seeded: Key) -> None:
     with pytest.raises(PermissionDeniedError, match="permission denied"):
         Store(login("nobody")).facts.resolve(seeded)
+
+
+def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store) -> None:
+    """The read functions keep working for the reader although the helpers they use live
+    in bitemporal_internal, which the reader may not use itself."""
+    namespace = f"ns-{uuid.uuid4().hex}"
+    memory = store.memory(namespace)
+    memory.register("a")
+    schema = f"app_{uuid.uuid4().hex[:10]}"
+    admin = store.connection
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    admin.execute(sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema)))
+    admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (f"{schema}.price",))
+    admin.execute(sql.SQL("SELECT {}.price_record('A', 1)").format(sql.Identifier(schema)))
+    admin.execute(sql.SQL("GRANT USAGE ON SCHEMA {0} TO bitemporal_reader; "
+                          "GRANT SELECT ON ALL TABLES IN SCHEMA {0} TO bitemporal_reader").format(sql.Identifier(schema)))
+    try:
+        reader = login("reader")
+        e, a = seeded.entity, seeded.attribute
+        queries = [
+            ("SELECT count(*) FROM bitemporal.as_of(%s, %s)", (e, a), 1),
+            ("SELECT (bitemporal.resolve(%s, %s)).status::text", (e, a), "supported"),
+            ("SELECT count(*) FROM bitemporal.history(%s, %s)", (e, a), 1),
+            ("SELECT count(*) FROM bitemporal.changes(NULL, NULL, %s, %s)", (e, a), 1),
+            ("SELECT bitemporal.explain(%s, %s) ->> 'status'", (e, a), "supported"),
+            ("SELECT bitemporal.explain_sentence(bitemporal.explain(%s, %s)) IS NOT NULL", (e, a), True),
+            ("SELECT count(*) FROM bitemporal.retrospective_diff(%s, %s, NULL, now())", (e, a), 1),
+            ("SELECT count(*) >= 0 FROM bitemporal.stale()", (), True),
+            ("SELECT count(*) FROM bitemporal.dependents('{}', '{}')", (), 0),
+            ("SELECT count(*) FROM bitemporal.search_evidence('limit', NULL, NULL, 5, 'english', %s, %s)", (e, a), 0),
+            ("SELECT count(*) FROM bitemporal.rank_versions('{}', '{}', NULL, NULL, 5, %s, %s)", (e, a), 0),
+            ("SELECT bitemporal.memory_turn(%s)", (namespace,), 1),
+            ("SELECT count(*) FROM bitemporal.memory_items(%s)", (namespace,), 1),
+            ("SELECT bitemporal.memory_is_present(%s, 'a')", (namespace,), True),
+            ("SELECT bitemporal.memory_working_set_size(%s)", (namespace,), 1),
+            ("SELECT bitemporal.memory_retention(%s, 'a')", (namespace,), 1.0),
+            ("SELECT bitemporal.memory_stability(%s, 'a') > 0", (namespace,), True),
+            (f"SELECT count(*) FROM {schema}.price_as_of()", (), 1),
+            (f"SELECT count(*) FROM {schema}.price_history('A')", (), 1),
+            (f"SELECT count(*) FROM {schema}.price_changes()", (), 1),
+            ("SELECT count(*) FROM bitemporal.table_changes(%s::regclass)", (f"{schema}.price",), 1),
+        ]
+        for query, params, expected in queries:
+            assert reader.execute(query, params).fetchone() == (expected,), query
+        with pytest.raises(psycopg.Error, match=r'unknown key \(sku="B"\) in app_\w+\.price') as caught:
+            reader.execute(sql.SQL("SELECT * FROM {}.price_history('B')").format(sql.Identifier(schema)))
+        assert caught.value.sqlstate == "BT004"
+        # The helpers themselves are out of the reader's reach.
+        with pytest.raises(DENIED):
+            reader.execute("SELECT bitemporal_internal.check_instant('t', now())")
+    finally:
+        admin.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{schema}.price",))
+        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+def test_only_a_tables_owner_makes_it_bitemporal(store: Store) -> None:
+    """The generated write functions are SECURITY DEFINER and the table's triggers fire
+    inside them: owned by anyone but the table's owner, a trigger the owner adds would run
+    with that role's rights (the superuser's, when the superuser ran enable_table)."""
+    admin = store.connection
+    suffix = uuid.uuid4().hex[:10]
+    owner, schema = f"bt_owner_{suffix}", f"app_{suffix}"
+    table = f"{schema}.price"
+    admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(owner)))
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    admin.execute(sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema)))
+    alter_owner = sql.SQL("ALTER TABLE {}.price OWNER TO {}")
+    try:
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.Identifier(owner)))
+        with pytest.raises(psycopg.Error, match=f"it is owned by {owner}") as caught:
+            admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (table,))
+        assert caught.value.sqlstate == "BT402"
+        assert admin.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'version_id'", (table,)
+        ).fetchone() == (0,)
+        # Given to the caller first, it is made bitemporal; the write functions belong to its owner.
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.SQL("CURRENT_USER")))
+        admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (table,))
+        assert admin.execute(
+            "SELECT bool_and(p.proowner = c.relowner) FROM pg_proc p, pg_class c "
+            "WHERE p.pronamespace = %s::regnamespace AND c.oid = %s::regclass", (schema, table)
+        ).fetchone() == (True,)
+        # Handed to another role afterwards, only that role may generate them again.
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.Identifier(owner)))
+        with pytest.raises(psycopg.Error, match=f"owned by {owner}") as caught:
+            admin.execute("SELECT bitemporal.refresh_table(%s::regclass)", (table,))
+        assert caught.value.sqlstate == "BT402"
+    finally:
+        admin.execute(alter_owner.format(sql.Identifier(schema), sql.SQL("CURRENT_USER")))
+        if admin.execute("SELECT to_regclass(%s || '_key')", (table,)).fetchone() != (None,):
+            admin.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
+        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))

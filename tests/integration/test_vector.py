@@ -114,7 +114,7 @@ def test_an_approximate_index_cannot_make_it_miss(vstore: Store, vector_url: str
         conn.execute("SET hnsw.ef_search = 10")
         conn.execute("SET hnsw.iterative_scan = off")
         eligible = [r[0] for r in conn.execute(
-            "SELECT e.evidence_id FROM bitemporal.eligible(%s, %s, %s, %s) v "
+            "SELECT e.evidence_id FROM bitemporal_internal.eligible(%s, %s, %s, %s) v "
             "JOIN bitemporal.evidence e ON e.version_id IN (v.version_id, v.carried_from)",
             (QUESTION["valid_at"], QUESTION["known_at"], key.entity, key.attribute))]
         assert len(eligible) == 1

@@ -11,10 +11,22 @@ from alembic.script import ScriptDirectory
 from bitemporal import migrations
 
 CATALOG = {
+    # Both schemas: where each function lives, its whole definition (body,
+    # SECURITY DEFINER, SET search_path and other settings, defaults; under the
+    # same session search_path, so names are qualified alike), owner, grants
+    # (a default ACL, stored or not, compares as the same) and comment.
     "functions": """
-        SELECT p.proname, pg_get_function_identity_arguments(p.oid), md5(p.prosrc),
-               obj_description(p.oid, 'pg_proc')
-          FROM pg_proc p WHERE p.pronamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
+        SELECT p.proname, pg_get_function_identity_arguments(p.oid), md5(pg_get_functiondef(p.oid)),
+               obj_description(p.oid, 'pg_proc'), n.nspname, p.proconfig, p.prosecdef,
+               pg_get_userbyid(p.proowner),
+               (SELECT array_agg(a::text ORDER BY a::text) FROM unnest(coalesce(p.proacl, acldefault('f', p.proowner))) a)
+          FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname IN ('bitemporal', 'bitemporal_internal') ORDER BY 1, 2""",
+    "schemas": """
+        SELECT nspname, pg_get_userbyid(nspowner),
+               (SELECT array_agg(a::text ORDER BY a::text) FROM unnest(coalesce(nspacl, acldefault('n', nspowner))) a),
+               obj_description(oid, 'pg_namespace')
+          FROM pg_namespace WHERE nspname IN ('bitemporal', 'bitemporal_internal') ORDER BY 1""",
     "columns": """
         SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
                pg_get_expr(d.adbin, d.adrelid)
@@ -73,6 +85,7 @@ def test_up_down_up_step_by_step(empty_database_url: str) -> None:
     leftovers = catalog(url)
     assert [r[0] for r in leftovers["relations"]] == ["alembic_version", "alembic_version_pkc"]
     assert leftovers["functions"] == [] and leftovers["types"][1:] == []
+    assert [r[0] for r in leftovers["schemas"]] == ["bitemporal"]
     for target in revisions():
         migrations.migrate(url, target)
     assert catalog(url) == at_head
@@ -99,8 +112,10 @@ def test_every_object_explains_itself(database_url: str) -> None:
     """`\\df+` and `\\d+` explain every function, type, table and view."""
     found = catalog(database_url)
     trigger_functions = {"fact_version_guard", "fact_version_stamp_insert"}
-    for name, args, _, comment in found["functions"]:
-        assert comment, f"function bitemporal.{name}({args}) has no COMMENT"
+    for name, args, _, comment, schema, *_ in found["functions"]:
+        assert comment, f"function {schema}.{name}({args}) has no COMMENT"
+    for schema, _, _, comment in found["schemas"]:
+        assert comment, f"schema {schema} has no COMMENT"
     for name, kind, comment in found["relations"]:
         if kind in ("r", "v") and name != "alembic_version":
             assert comment, f"relation bitemporal.{name} has no COMMENT"

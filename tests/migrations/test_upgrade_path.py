@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from typing import Any
 
 import psycopg
 import pytest
 
 from bitemporal import BitemporalError, Key, Store, migrations
+from tests.migrations.test_migrations import catalog
 
 KEY = Key("mailer:prod", "attachment_limit_mb")
 
@@ -52,3 +54,44 @@ def test_a_migration_that_fails_part_way_can_be_run_again(empty_database_url: st
         holder.close()
     migrations.migrate(url)
     assert migrations.current(url) == migrations.head()
+
+
+# An application table's generated functions: where they live, their whole
+# definition (SET search_path included), owner and grants.
+GENERATED = """
+    SELECT p.proname, md5(pg_get_functiondef(p.oid)), p.proconfig, p.prosecdef, pg_get_userbyid(p.proowner),
+           p.proacl::text, obj_description(p.oid, 'pg_proc')
+      FROM pg_proc p WHERE p.pronamespace = 'app'::regnamespace ORDER BY 1"""
+
+
+def _application_table(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA app")
+        conn.execute("CREATE TABLE app.price (sku text, amount numeric NOT NULL)")
+        conn.execute("SELECT bitemporal.enable_table('app.price', ARRAY['sku'])")
+
+
+def test_upgrading_from_0008_gives_the_schema_of_a_new_database(make_database: Any) -> None:
+    """Migration 0009 moves functions and redefines most of them: a database upgraded
+    from 0008, application table included, ends up exactly like one migrated from scratch."""
+    upgraded, fresh = make_database(), make_database()
+    migrations.migrate(upgraded, "0008")
+    _application_table(upgraded)
+    with psycopg.connect(upgraded, autocommit=True) as conn:
+        conn.execute("SELECT app.price_record('A', 1)")
+        at_0008 = conn.execute(GENERATED).fetchall()
+    migrations.migrate(upgraded)
+    migrations.migrate(fresh)
+    _application_table(fresh)
+    assert catalog(upgraded) == catalog(fresh)
+    with psycopg.connect(upgraded) as a, psycopg.connect(fresh) as b:
+        assert a.execute(GENERATED).fetchall() == b.execute(GENERATED).fetchall()
+        assert a.execute("SELECT amount FROM app.price_as_of() WHERE sku = 'A'").fetchall() == [(1,)]
+    # And back: 0008's schema and generated functions, exactly.
+    migrations.downgrade(upgraded, "0008")
+    reference = make_database()
+    migrations.migrate(reference, "0008")
+    _application_table(reference)
+    assert catalog(upgraded) == catalog(reference)
+    with psycopg.connect(upgraded) as a:
+        assert a.execute(GENERATED).fetchall() == at_0008

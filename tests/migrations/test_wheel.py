@@ -44,6 +44,9 @@ def test_wheel_ships_migrations_and_sql(installed: Path) -> None:
     assert Path(where.strip()).is_relative_to(installed)
     shipped = sorted(p.name for p in (installed / "bitemporal" / "_resources" / "sql").glob("*.sql"))
     assert shipped == sorted(p.name for p in (ROOT / "sql").glob("*.sql"))
+    assert (installed / "bitemporal" / "_resources" / "sql" / "MANIFEST.sha256").read_bytes() == (
+        ROOT / "sql" / "MANIFEST.sha256"
+    ).read_bytes()
     assert (installed / "bitemporal" / "py.typed").exists()
 
 
