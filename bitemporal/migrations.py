@@ -144,20 +144,28 @@ LOCK_TIMEOUT = "10s"
 # another role created first stays that role's, and its owner could replace our
 # functions (which every caller runs, superusers included) or drop the history.
 # No % or : in the text, so that it passes unchanged through SQLAlchemy and Alembic.
+# The schemas migrations create: the API and, from 0009, the helpers. A role that
+# owns either (created before the first migration) could replace what runs in it.
+SCHEMAS = (SCHEMA, "bitemporal_internal")
+
 OWNER_GUARD = f"""DO $guard$
 DECLARE
-    owner text := (SELECT pg_catalog.pg_get_userbyid(n.nspowner) FROM pg_catalog.pg_namespace n
-                    WHERE n.nspname = '{SCHEMA}');
+    found record;
 BEGIN
-    IF owner <> current_user THEN
+    FOR found IN
+        SELECT n.nspname AS name, pg_catalog.pg_get_userbyid(n.nspowner) AS owner
+          FROM pg_catalog.pg_namespace n
+         WHERE n.nspname IN ({", ".join(f"'{name}'" for name in SCHEMAS)})
+           AND n.nspowner <> (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)
+    LOOP
         RAISE EXCEPTION USING
             ERRCODE = 'BT501',
-            MESSAGE = 'schema {SCHEMA} is owned by role ' || pg_catalog.quote_ident(owner)
+            MESSAGE = 'schema ' || found.name || ' is owned by role ' || pg_catalog.quote_ident(found.owner)
                    || ', not by ' || pg_catalog.quote_ident(current_user)
                    || ', who is migrating it; its owner could replace the bitemporal functions or drop the history',
             HINT = 'Migrate as the schema''s owner (SET ROLE), or, if that role is not trusted, '
                    'drop the schema and migrate again.';
-    END IF;
+    END LOOP;
 END
 $guard$"""
 

@@ -16,16 +16,17 @@ from psycopg import sql
 from bitemporal import SchemaOwnershipError, cli, migrations
 
 
-@pytest.fixture
-def planted(empty_database_url: str) -> Iterator[str]:
-    """An empty database where another role created schema bitemporal first."""
+@pytest.fixture(params=migrations.SCHEMAS)
+def planted(request: pytest.FixtureRequest, empty_database_url: str) -> Iterator[str]:
+    """An empty database where another role created one of our schemas first."""
     role = f"bt_squatter_{uuid.uuid4().hex[:8]}"
+    schema = sql.Identifier(request.param)
     with psycopg.connect(empty_database_url, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        admin.execute(sql.SQL("CREATE SCHEMA bitemporal AUTHORIZATION {}").format(sql.Identifier(role)))
+        admin.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, sql.Identifier(role)))
     yield role
     with psycopg.connect(empty_database_url, autocommit=True) as admin:
-        admin.execute("DROP SCHEMA bitemporal CASCADE")
+        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(schema))
         admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
@@ -33,7 +34,8 @@ def planted(empty_database_url: str) -> Iterator[str]:
 def relations(url: str) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM pg_class WHERE relnamespace = 'bitemporal'::regnamespace").fetchone()
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = ANY(%s)", [list(migrations.SCHEMAS)]).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -47,7 +49,7 @@ def test_upgrade_refuses_a_schema_another_role_owns(
     assert refused.value.sqlstate == "BT501" and "SET ROLE" in str(refused.value)
     assert cli.main(["--url", url, "db", "upgrade"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("bitemporal: error: schema bitemporal is owned by role")
+    assert err.startswith("bitemporal: error: schema bitemporal") and f"owned by role {planted}" in err
     assert relations(url) == 0 and migrations.current(url) is None
 
 
