@@ -256,14 +256,6 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
-    import importlib
-
-    suite = importlib.import_module(f"bitemporal.bench.{args.suite}")
-    extra = ["--url", args.url] if args.url else []
-    return int(suite.main([*extra, *args.bench_args]))
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, reporting a malformed command line as one ``bitemporal: error:`` line."""
 
@@ -351,11 +343,6 @@ def parser() -> argparse.ArgumentParser:
 
     commands.add_parser("demo", help="replay the worked example in a scratch database").set_defaults(
         handler=_demo)
-
-    bench = commands.add_parser("bench", help="run a benchmark")
-    bench.add_argument("suite", choices=["facts", "decay", "load"])
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
-    bench.set_defaults(handler=_bench)
     return top
 
 

@@ -116,7 +116,7 @@ CASES: list[tuple[str, list[str], int]] = [
      FAILURE),
     ("missing database", ["--url", "{missing_db}", "resolve", "hostile:e", "a"], FAILURE),
     ("import to an unreachable server", ["--url", UNREACHABLE, "import", "{dir}/huge.csv"], FAILURE),
-    ("bench unknown suite", ["bench", "nothing"], USAGE),
+    ("bench is no command (python -m benchmarks)", ["bench", "facts"], USAGE),
 ]
 
 

@@ -2,7 +2,7 @@
 
 The table is filled the way record() leaves it after many changes of each key:
 every change closes the open version and re-records its remainder (see
-bitemporal.bench.facts.fill).
+benchmarks/facts.py, fill).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from benchmarks.facts import fill
 from bitemporal import migrate
-from bitemporal.bench.facts import fill
 
 KEYS, CHANGES = 400, 50
 

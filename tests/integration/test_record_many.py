@@ -613,19 +613,3 @@ def test_readme_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
         rows = conn.execute(sql_blocks[0]).fetchall()
     assert [(line, created) for line, _, created, _, _ in rows] == [(1, False), (2, False)]
 
-
-def test_ingestion_benchmark_runs(server_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """`bitemporal bench facts --ingest`, tiny: every method and workload, and the goals line."""
-    from bitemporal.bench import facts as bench
-
-    out_json = tmp_path / "ingest.json"
-    code = bench.main(["--url", server_url, "--ingest", "--ingest-rows", "300", "--record-rows", "30",
-                       "--batch-size", "100", "--json", str(out_json)])
-    out = capsys.readouterr().out
-    assert code == 0 and "record_many, batches of 100" in out and "Goals for record_many:" in out
-    results = json.loads(out_json.read_text(encoding="utf-8"))["results"]
-    by = {(r["workload"], r["method"]): r for r in results}
-    assert by["new keys", "record_many"]["versions"] == 300
-    assert by["history", "record_many"]["versions"] == 30 * 19  # 30 keys x 10 changes: 2n-1 each
-    assert by["history", "record"]["rows"] == 30 and by["history", "record"]["versions"] == 60
-    assert by["new keys", "bare insert"]["versions"] == 300

@@ -1,10 +1,12 @@
-"""The built wheel carries everything needed to migrate a database, without a checkout."""
+"""The built wheel carries everything needed to migrate a database, without a checkout,
+and nothing a user does not run (the benchmarks stay in the checkout)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -15,19 +17,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built from this checkout and installed (without dependencies) into a folder."""
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built from this checkout."""
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out / "dist"), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
         check=True, timeout=300,
     )
-    [wheel] = (out / "dist").glob("bitemporal-*.whl")
+    [built] = out.glob("bitemporal-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path) -> Path:
+    """The wheel installed (without dependencies) into a folder."""
+    site = wheel.parent / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(out / "site"), str(wheel)],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
         check=True, timeout=300,
     )
-    return out / "site"
+    return site
 
 
 def run_installed(site: Path, *args: str) -> str:
@@ -55,3 +64,11 @@ def test_installed_package_migrates_a_database(installed: Path, empty_database_u
     assert "CREATE TABLE bitemporal.fact_version" in script
     run_installed(installed, "-m", "bitemporal", "--url", empty_database_url, "db", "upgrade")
     assert migrations.current(empty_database_url) == migrations.head()
+
+
+def test_wheel_carries_no_benchmark_code(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert any(name.startswith("bitemporal/") for name in names)
+    benchmark = [name for name in names if "bench" in name.lower()]
+    assert benchmark == [], "the benchmarks run from a checkout (python -m benchmarks ...)"

@@ -1,6 +1,6 @@
 """The lookup benchmark's plot: lookup time against the number of versions (log x).
 
-Needs matplotlib (``pip install 'bitemporal[plot]'``).
+Needs matplotlib (in a checkout: ``pip install -e '.[plot]'``).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
+from bitemporal import ConfigurationError
 
 # What is drawn, and how: ours solid, the baselines and the other designs dashed; one
 # colour per line whichever lines a run has.
@@ -53,7 +53,7 @@ def draw_lookups(result: dict[str, Any], path: str | Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ConfigurationError(
-            "drawing needs matplotlib", hint="pip install 'bitemporal[plot]'"
+            "drawing needs matplotlib", hint="pip install -e '.[plot]'"
         ) from exc
 
     sizes = result["sizes"]

@@ -1,10 +1,10 @@
-"""A short load run: concurrent writers and readers, then every invariant (see bitemporal.bench.load)."""
+"""A short load run: concurrent writers and readers, then every invariant (benchmarks/load.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bitemporal.bench import load
+from benchmarks import load
 
 
 def test_short_load_run_keeps_every_invariant(make_database: Any, migrate_database: Any) -> None:

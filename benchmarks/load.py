@@ -1,6 +1,6 @@
 """Load run: concurrent writers and readers, then every invariant checked.
 
-    bitemporal bench load [--writers 8] [--readers 8] [--seconds 60] [--keys 10000]
+    python -m benchmarks load [--writers 8] [--readers 8] [--seconds 60] [--keys 10000]
 
 Two phases, each for ``--seconds``: all writers on one hot key, then writers
 spread over ``--keys`` keys. Writers record random values over random valid
@@ -28,11 +28,9 @@ from typing import Any
 
 import psycopg
 
-from ..database import database_url, scratch_database
-from ..facts import Key
-from ..migrations import migrate
-from ..report import format_table
-from ..store import Store
+from bitemporal import Key, Store, migrate
+from bitemporal.database import database_url, scratch_database
+from bitemporal.report import format_table
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -183,7 +181,7 @@ def run(url: str, writers: int, readers: int, seconds: float, keys: int) -> tupl
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bitemporal bench load", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks load", description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="server to create a scratch database on (default: as for connect)")
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--readers", type=int, default=8)

@@ -1,4 +1,4 @@
-"""`bitemporal bench facts`, tiny: every operation measured, the naive designs caught out,
+"""`python -m benchmarks facts`, tiny: every operation measured, the naive designs caught out,
 the series of sizes with its ratios, the JSON, the plot, and the periods extension where the
 server has it."""
 
@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bitemporal.bench import facts as bench
+from benchmarks import facts as bench
 
 # Small everything: each run below takes a second or two.
 TINY = [
@@ -228,3 +228,18 @@ def test_all_adds_ingestion_and_decay_steps(
     }
     assert [s["present_items"] for s in result["decay_steps"]] == [100, 300]
     assert all(s["postgres_step_s"] > 0 for s in result["decay_steps"])
+
+
+def test_ingestion_benchmark_runs(server_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`python -m benchmarks facts --ingest`, tiny: every method and workload, and the goals line."""
+    out_json = tmp_path / "ingest.json"
+    code = bench.main(["--url", server_url, "--ingest", "--ingest-rows", "300", "--record-rows", "30",
+                       "--batch-size", "100", "--json", str(out_json)])
+    out = capsys.readouterr().out
+    assert code == 0 and "record_many, batches of 100" in out and "Goals for record_many:" in out
+    results = json.loads(out_json.read_text(encoding="utf-8"))["results"]
+    by = {(r["workload"], r["method"]): r for r in results}
+    assert by["new keys", "record_many"]["versions"] == 300
+    assert by["history", "record_many"]["versions"] == 30 * 19  # 30 keys x 10 changes: 2n-1 each
+    assert by["history", "record"]["rows"] == 30 and by["history", "record"]["versions"] == 60
+    assert by["new keys", "bare insert"]["versions"] == 300

@@ -2,9 +2,9 @@
 baselines measured in the same run, over a series of store sizes; ingestion
 against plain ``COPY``; decay steps at scale.
 
-    bitemporal bench facts [--sizes 10k,1m,10m] [--changes N] [--samples N] [--plot PNG] [--json FILE]
-    bitemporal bench facts --ingest [--ingest-rows N] [--batch-size N] [--record-rows N]
-    bitemporal bench facts --all [--decay-sizes 10k,100k,1m] ...
+    python -m benchmarks facts [--sizes 10k,1m,10m] [--changes N] [--samples N] [--plot PNG] [--json FILE]
+    python -m benchmarks facts --ingest [--ingest-rows N] [--batch-size N] [--record-rows N]
+    python -m benchmarks facts --all [--decay-sizes 10k,100k,1m] ...
 
 For each size (a number of versions: ``10k``, ``1m``, ``10m``) it fills a
 scratch database of its own with keys that each changed ``--changes`` times,
@@ -61,7 +61,7 @@ whether record_many meets the goals (at least a quarter of COPY's speed, at
 least 50,000 versions per second).
 
 ``--all`` runs the lookups, ingestion and the decay benchmark's step timings
-(see bitemporal/bench/decay.py) at ``--decay-sizes`` present items, in one
+(see benchmarks/decay.py) at ``--decay-sizes`` present items, in one
 report and one JSON file.
 """
 
@@ -82,13 +82,13 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ..database import database_url, psycopg_url, scratch_database
-from ..facts import Key
-from ..migrations import migrate
-from ..report import format_table
-from ..store import Store
+from bitemporal import Key, Store, migrate
+from bitemporal.database import database_url, psycopg_url, scratch_database
+from bitemporal.report import format_table
+
 from . import decay
 from . import periods_extension as periods
+from .chart import draw_lookups
 
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 
@@ -760,7 +760,7 @@ def series_report(result: dict[str, Any]) -> str:
     machine_ = result["machine"]
     out = [
         (
-            f"bitemporal bench facts: PostgreSQL {machine_['server_version']}, {machine_['cpus']} CPUs, "
+            f"python -m benchmarks facts: PostgreSQL {machine_['server_version']}, {machine_['cpus']} CPUs, "
             f"{machine_['platform']}\n"
         )
     ]
@@ -1061,7 +1061,7 @@ def ingest_report(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bitemporal bench facts", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks facts", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
         "--url", help="server to create scratch databases on (default: as for connect)"
@@ -1152,8 +1152,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         sys.stdout.write(series_report(result))
         if args.plot:
-            from .chart import draw_lookups
-
             draw_lookups(result, args.plot)
             sys.stdout.write(f"plot: {args.plot}\n")
     if args.ingest or args.all:

@@ -1,1 +1,0 @@
-"""Benchmarks shipped with the package, so that `bitemporal bench ...` runs from an install."""

@@ -1,0 +1,42 @@
+"""The benchmarks run from a checkout with one command each: ``python -m benchmarks SUITE``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m benchmarks ARGS`` in the checkout, as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL",
+                                                            "BITEMPORAL_DATABASE_URL")}
+    return subprocess.run([sys.executable, "-m", "benchmarks", *args], check=False, cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("suite", ["facts", "decay", "load"])
+def test_each_suite_is_one_command(suite: str) -> None:
+    result = benchmarks(suite, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: python -m benchmarks {suite} ")
+    assert "--url" in result.stdout
+
+
+def test_an_unknown_suite_is_a_usage_error() -> None:
+    result = benchmarks("nothing")
+    assert result.returncode == 2
+    assert "invalid choice: 'nothing'" in result.stderr
+
+
+def test_load_runs_end_to_end_from_the_command(server_url: str) -> None:
+    result = benchmarks("load", "--url", server_url, "--seconds", "0.5", "--keys", "20",
+                        "--writers", "2", "--readers", "2")
+    assert result.returncode == 0, result.stderr
+    assert "errors by kind: none" in result.stdout
+    assert "invariants: overlapping versions=0, empty periods=0, past answers changed=0" in result.stdout
