@@ -2,7 +2,7 @@
 
 from .applications import ApplicationTables, TableChange, TableDefinition, TableVersion
 from .bulk import RecordRow
-from .changes import Change, ChangeKind
+from .changes import Change
 from .decay import DecayPolicy, InMemoryMemory, Memory, MemoryItem, WindowPolicy
 from .errors import (
     AppendOnlyError,
@@ -52,8 +52,9 @@ from .errors import (
 )
 from .evidence import Evidence, EvidenceRecorded, Hit, Passage
 from .explain import CheckReport, Explanation, Finding, Qualification, Verdict, check, render
-from .facts import Answer, Facts, Interpretation, Key, Recorded, Status, Version
+from .facts import Facts
 from .migrations import downgrade, migrate
+from .model import Answer, ChangeKind, Interpretation, Key, Recorded, Status, Version
 from .periods import Period
 from .provenance import (
     CHANNEL,

@@ -28,7 +28,6 @@ from psycopg.abc import AdaptContext
 from psycopg.rows import dict_row
 
 from .adapters import cursor
-from .changes import ChangeKind
 from .errors import (
     InvalidKeyError,
     InvalidValueError,
@@ -36,8 +35,8 @@ from .errors import (
     check_optional_text,
     check_text,
 )
-from .facts import Connector, Recorded
 from .jsonvalues import encode
+from .model import ChangeKind, Connector, Recorded
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
 #: A table: "schema.table" or "table" (found on the search path), a SQLAlchemy

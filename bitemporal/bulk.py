@@ -39,9 +39,9 @@ from .errors import (
     TransientError,
     check_optional_text,
 )
-from .facts import Connector, Key, Recorded, _check_key_part, _json_text
 from .jsonvalues import JSON
 from .jsonvalues import parse as parse_json
+from .model import Connector, Key, Recorded, check_key_part, json_text
 from .periods import Instant, Period, to_optional_instant
 
 #: The fields of a row, in the order of the CSV header ``bitemporal import`` expects.
@@ -149,10 +149,10 @@ def stage(line: int, row: RecordRow | Mapping[str, Any]) -> Staged:
     """The checked COPY row for batch row ``line``; raises what :meth:`Facts.record`
     would raise before the database for the same arguments."""
     entity, attribute, source, value, valid_from, valid_to, known_at, recorded_by = _fields(row)
-    _check_key_part("entity", entity)
-    _check_key_part("attribute", attribute)
-    _check_key_part("source", source)
-    text = _json_text(value)
+    check_key_part("entity", entity)
+    check_key_part("attribute", attribute)
+    check_key_part("source", source)
+    text = json_text(value)
     if "\\u0000" in text and _has_nul(value):
         raise InvalidValueError("value contains a \\u0000 character, which PostgreSQL jsonb cannot store")
     start = to_optional_instant(valid_from, name="valid_from")

@@ -29,6 +29,7 @@ import psycopg
 import sqlalchemy.exc
 
 from . import demo, migrations
+from .bulk import ImportFailed, import_file, print_problems
 from .errors import (
     BitemporalError,
     ConfigurationError,
@@ -36,10 +37,11 @@ from .errors import (
     InvalidTimeError,
     InvalidValueError,
 )
-from .facts import Answer, Key, Version
 from .jsonvalues import dumps
 from .jsonvalues import parse as parse_json
+from .model import Answer, Key, Version
 from .periods import Instant
+from .plot import draw
 from .report import format_table, stamp
 from .store import Store, connect
 
@@ -220,8 +222,6 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from .plot import draw
-
     key = Key(args.entity, args.attribute)
     with _open(args.url) as store:
         versions = store.facts.history(key)
@@ -232,8 +232,6 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from .bulk import ImportFailed, import_file, print_problems
-
     with _open(args.url) as store:
         try:
             report = import_file(

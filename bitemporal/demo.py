@@ -20,8 +20,8 @@ from typing import TextIO
 import psycopg
 
 from .database import database_url, scratch_database
-from .facts import Answer, Key
 from .migrations import migrate
+from .model import Answer, Key
 from .report import format_table, stamp
 from .store import Store
 

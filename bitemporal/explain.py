@@ -35,8 +35,8 @@ from enum import StrEnum
 from typing import Any
 
 from .adapters import cursor
-from .facts import Connector, Interpretation, Key, Status
 from .jsonvalues import JSON, RawJSON, dumps
+from .model import Connector, Interpretation, Key, Status
 from .periods import Instant, to_optional_instant
 
 # Writing times and values the way sql/formatting.v1.sql does.

@@ -40,7 +40,7 @@ from sqlalchemy.dialects.postgresql import TSTZRANGE, Range
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from .errors import InvalidKeyError
-from .facts import Recorded
+from .model import Recorded
 from .periods import Instant, to_optional_instant
 from .store import Store
 

@@ -83,8 +83,8 @@ import psycopg
 from psycopg import sql
 
 from ..database import database_url, psycopg_url, scratch_database
-from ..facts import Key
 from ..migrations import migrate
+from ..model import Key
 from ..report import format_table
 from ..store import Store
 from . import decay

@@ -29,8 +29,8 @@ from typing import Any
 import psycopg
 
 from ..database import database_url, scratch_database
-from ..facts import Key
 from ..migrations import migrate
+from ..model import Key
 from ..report import format_table
 from ..store import Store
 
