@@ -1,7 +1,7 @@
 """bitemporal: a PostgreSQL fact store that knows when a fact applies and when it was learned."""
 
-from .applications import ApplicationTables, TableChange, TableDefinition, TableVersion
-from .bulk import RecordRow
+from .answers import Explanation, Qualification, check, render
+from .app_tables import ApplicationTables, TableChange, TableDefinition, TableVersion
 from .changes import Change
 from .decay import DecayPolicy, InMemoryMemory, Memory, MemoryItem, WindowPolicy
 from .errors import (
@@ -15,6 +15,7 @@ from .errors import (
     DowngradeWouldLoseDataError,
     EmbeddingError,
     IdempotencyKeyReusedError,
+    ImportFailed,
     InvalidArtifactError,
     InvalidEvidenceError,
     InvalidInputError,
@@ -51,7 +52,6 @@ from .errors import (
     VectorUnavailableError,
 )
 from .evidence import Evidence, EvidenceRecorded, Hit, Passage
-from .explain import CheckReport, Explanation, Finding, Qualification, Verdict, check, render
 from .facts import Facts
 from .migrations import downgrade, migrate
 from .model import Answer, ChangeKind, Interpretation, Key, Recorded, Status, Version
@@ -65,6 +65,8 @@ from .provenance import (
     StaleCause,
     StaleReason,
 )
+from .record_many import RecordRow
+from .reply_check import CheckReport, Finding, Verdict
 from .store import Store, connect
 
 __all__ = [
@@ -92,6 +94,7 @@ __all__ = [
     "Finding",
     "Hit",
     "IdempotencyKeyReusedError",
+    "ImportFailed",
     "InMemoryMemory",
     "Interpretation",
     "InvalidArtifactError",

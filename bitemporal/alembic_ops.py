@@ -5,7 +5,7 @@ so that an application's migration can say::
 
     from alembic import op
     import sqlalchemy as sa
-    import bitemporal.alembic  # noqa: F401  (registers the operations)
+    import bitemporal.alembic_ops  # noqa: F401  (registers the operations)
 
     def upgrade():
         op.create_bitemporal_table(
@@ -38,7 +38,7 @@ from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import ARRAY, Column, DateTime, Text, bindparam, text
 from sqlalchemy.sql.elements import TextClause
 
-from . import tables as _tables  # noqa: F401 - teaches reflection the xid8 type of recorded_in
+from . import metadata as _metadata  # noqa: F401 - teaches reflection the xid8 type of recorded_in
 
 __all__ = [
     "ConvertFromBitemporalOp",

@@ -12,12 +12,11 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from . import bulk, changes, explain
+from . import answers, changes, record_many
 from .adapters import cursor
-from .bulk import RecordRow
+from .answers import Explanation
 from .changes import Change
 from .errors import check_optional_text
-from .explain import Explanation
 from .jsonvalues import JSON
 from .model import (
     Answer,
@@ -31,6 +30,7 @@ from .model import (
     json_text,
 )
 from .periods import Instant, period_bounds, to_optional_instant
+from .record_many import RecordRow
 
 _VERSION_COLUMNS = (
     "version_id, entity, attribute, source, value, valid_period, known_period, "
@@ -106,9 +106,9 @@ class Facts:
         in batch order. All or nothing: if any row is bad,
         :class:`~bitemporal.BatchError` lists the bad rows (``.rows``: ``(line, reason)``,
         line = 1-based position in the batch; at most ``max_errors``) and nothing is
-        written. No idempotency keys. See :mod:`bitemporal.bulk`.
+        written. No idempotency keys. See :mod:`bitemporal.record_many`.
         """
-        return bulk.record_many(self._transaction, rows, max_errors=max_errors)
+        return record_many.record_many(self._transaction, rows, max_errors=max_errors)
 
     def recorded_already(self, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
         """For each row (as :meth:`record_many` takes them), whether it was recorded before:
@@ -118,7 +118,7 @@ class Facts:
         knowledge; ``bitemporal import`` skips these rows when a file is run again. Rows
         without ``known_at``: False. Reads ``bitemporal.versions`` (the reader role's grant).
         """
-        return bulk.recorded_already(self._reading, rows)
+        return record_many.recorded_already(self._reading, rows)
 
     def retract(
         self,
@@ -229,12 +229,12 @@ class Facts:
         known_at: Instant | None = None,
         now: Instant | None = None,
     ) -> Explanation:
-        """The answer object for an agent (:class:`~bitemporal.explain.Explanation`):
+        """The answer object for an agent (:class:`~bitemporal.answers.Explanation`):
         :meth:`resolve`'s answer with alternatives, every eligible version with its
         evidence, the knowledge snapshot and explicit qualifications; JSON-serializable
         (``to_json()``), renderable to one sentence (``sentence()``), and able to check
-        a reply (``check(text)``). See :mod:`bitemporal.explain`."""
-        return explain.fetch(self._reading, key, valid_at=valid_at, known_at=known_at, now=now)
+        a reply (``check(text)``). See :mod:`bitemporal.answers`."""
+        return answers.fetch(self._reading, key, valid_at=valid_at, known_at=known_at, now=now)
 
     def changes(
         self,

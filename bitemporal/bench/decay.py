@@ -45,8 +45,8 @@ import psycopg
 
 from ..database import database_url, psycopg_url, scratch_database
 from ..decay import DecayPolicy, InMemoryMemory, Memory, Policy, WindowPolicy
+from ..formatting import format_table
 from ..migrations import migrate
-from ..report import format_table
 from ..store import Store
 
 TURNS = 150

@@ -83,9 +83,9 @@ import psycopg
 from psycopg import sql
 
 from ..database import database_url, psycopg_url, scratch_database
+from ..formatting import format_table
 from ..migrations import migrate
 from ..model import Key
-from ..report import format_table
 from ..store import Store
 from . import decay
 from . import periods_extension as periods

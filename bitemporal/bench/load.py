@@ -29,9 +29,9 @@ from typing import Any
 import psycopg
 
 from ..database import database_url, scratch_database
+from ..formatting import format_table
 from ..migrations import migrate
 from ..model import Key
-from ..report import format_table
 from ..store import Store
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
