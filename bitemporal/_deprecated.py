@@ -21,10 +21,10 @@ def forward(old: str, *new: ModuleType) -> Callable[[str], Any]:
     """Warn that module ``old`` is deprecated, and return the ``__getattr__`` that finds
     its names in the ``new`` modules, in order."""
     names = " and ".join(module.__name__ for module in new)
-    # stacklevel 2: the warning is the shim's, so the package's own use of an old name
-    # fails the test suite (pyproject's filterwarnings).
+    # stacklevel 3: past this function and the shim to the import statement (the warnings
+    # module skips importlib's frames), so the warning names the user's line.
     warnings.warn(f"{old} is deprecated and goes at 1.0: import from {names}",
-                  DeprecationWarning, stacklevel=2)
+                  DeprecationWarning, stacklevel=3)
 
     def __getattr__(name: str) -> Any:
         for module in new:
