@@ -1,4 +1,5 @@
-"""The fact store: keys, versions, answers, and the repository that reads and writes them.
+"""The fact repository: reads and writes keys' versions and answers (their types are in
+:mod:`bitemporal.model`).
 
 Every method is a thin wrapper over one SQL function in ``sql/facts_*.sql``;
 the semantics live in the database, so that ``psql`` and Python give the same
