@@ -46,7 +46,7 @@ import psycopg
 from bitemporal import DecayPolicy, InMemoryMemory, Memory, Store, WindowPolicy, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.decay import Policy
-from bitemporal.report import format_table
+from bitemporal.formatting import format_table
 
 TURNS = 150
 CORE = ("core-0", "core-1", "core-2")

@@ -84,7 +84,7 @@ from psycopg import sql
 
 from bitemporal import Key, Store, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
-from bitemporal.report import format_table
+from bitemporal.formatting import format_table
 
 from . import decay
 from . import periods_extension as periods

@@ -30,7 +30,7 @@ import psycopg
 
 from bitemporal import Key, Store, migrate
 from bitemporal.database import database_url, scratch_database
-from bitemporal.report import format_table
+from bitemporal.formatting import format_table
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
 

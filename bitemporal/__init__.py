@@ -1,8 +1,8 @@
 """bitemporal: a PostgreSQL fact store that knows when a fact applies and when it was learned."""
 
-from .applications import ApplicationTables, TableChange, TableDefinition, TableVersion
-from .bulk import RecordRow
-from .changes import Change, ChangeKind
+from .answers import Explanation, Qualification, check, render
+from .app_tables import ApplicationTables, TableChange, TableDefinition, TableVersion
+from .changes import Change
 from .decay import DecayPolicy, InMemoryMemory, Memory, MemoryItem, WindowPolicy
 from .errors import (
     AppendOnlyError,
@@ -15,6 +15,7 @@ from .errors import (
     DowngradeWouldLoseDataError,
     EmbeddingError,
     IdempotencyKeyReusedError,
+    ImportFailed,
     InvalidArtifactError,
     InvalidEvidenceError,
     InvalidInputError,
@@ -51,9 +52,9 @@ from .errors import (
     VectorUnavailableError,
 )
 from .evidence import Evidence, EvidenceRecorded, Hit, Passage
-from .explain import CheckReport, Explanation, Finding, Qualification, Verdict, check, render
-from .facts import Answer, Facts, Interpretation, Key, Recorded, Status, Version
+from .facts import Facts
 from .migrations import downgrade, migrate
+from .model import Answer, ChangeKind, Interpretation, Key, Recorded, Status, Version
 from .periods import Period
 from .provenance import (
     CHANNEL,
@@ -64,6 +65,8 @@ from .provenance import (
     StaleCause,
     StaleReason,
 )
+from .record_many import RecordRow
+from .reply_check import CheckReport, Finding, Verdict
 from .store import Store, connect
 
 __all__ = [
@@ -91,6 +94,7 @@ __all__ = [
     "Finding",
     "Hit",
     "IdempotencyKeyReusedError",
+    "ImportFailed",
     "InMemoryMemory",
     "Interpretation",
     "InvalidArtifactError",

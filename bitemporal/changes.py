@@ -21,21 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
 from psycopg.rows import dict_row
 
 from .adapters import cursor
-from .facts import Connector, Key, Version
+from .model import ChangeKind, Connector, Key, Version
 from .periods import Instant, to_optional_instant
-
-
-class ChangeKind(StrEnum):
-    """What happened to a version's knowledge."""
-
-    LEARNED = "learned"
-    SUPERSEDED = "superseded"
-    RETRACTED = "retracted"
 
 
 @dataclass(frozen=True, slots=True)

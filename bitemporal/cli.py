@@ -22,47 +22,29 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, NoReturn
 
 import psycopg
 import sqlalchemy.exc
 
 from . import demo, migrations
+from .cli_output import Progress, print_problems, versions_table
 from .errors import (
     BitemporalError,
     ConfigurationError,
+    ImportFailed,
     InvalidInputError,
-    InvalidTimeError,
     InvalidValueError,
 )
-from .facts import Answer, Key, Version
+from .formatting import shown, stamp
+from .importing import import_file
 from .jsonvalues import dumps
 from .jsonvalues import parse as parse_json
-from .periods import Instant
-from .report import format_table, stamp
+from .model import Answer, Key, Version
+from .periods import Instant, parse_instant
+from .plot import draw
 from .store import Store, connect
-
-#: An error line quotes at most this much of an input (a value may be megabytes long).
-_SHOWN = 60
-
-
-def shown(text: str) -> str:
-    """``text`` quoted for an error message, cut short if it is long."""
-    return repr(text) if len(text) <= _SHOWN else f"{text[:_SHOWN]!r}... ({len(text):,} characters)"
-
-
-def parse_instant(text: str) -> Instant:
-    """An ISO 8601 date (midnight UTC) or aware datetime."""
-    try:
-        if len(text) == 10:
-            return date.fromisoformat(text)
-        return datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise InvalidTimeError(
-            f"{shown(text)} is not an ISO 8601 date or datetime",
-            hint="e.g. 2026-09-01 or 2026-09-01T12:00:00+00:00",
-        ) from exc
 
 
 def parse_value(text: str) -> Any:
@@ -139,17 +121,6 @@ def answer_json(answer: Answer) -> dict[str, Any]:
     }
 
 
-def _versions_table(versions: Sequence[Version]) -> str:
-    header = ("version", "source", "value", "valid from", "valid to", "known from", "known to")
-    rows = [
-        (v.version_id, v.source, dumps(v.value), stamp(v.valid_period.start) or "(open)",
-         stamp(v.valid_period.end) or "(open)", stamp(v.known_period.start),
-         stamp(v.known_period.end) or "(open)")
-        for v in versions
-    ]
-    return format_table(header, rows)
-
-
 def _db(args: argparse.Namespace) -> int:
     if args.db_command == "upgrade":
         migrations.migrate(args.url, args.revision, partitions=args.partitions)
@@ -205,7 +176,7 @@ def _resolve(args: argparse.Namespace) -> int:
         f"asked on {stamp(answer.now)}"
     )
     if answer.versions:
-        sys.stdout.write(_versions_table(answer.versions))
+        sys.stdout.write(versions_table(answer.versions))
     return 0
 
 
@@ -215,13 +186,11 @@ def _history(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps([_version_json(v) for v in versions], indent=2))
     else:
-        sys.stdout.write(_versions_table(versions))
+        sys.stdout.write(versions_table(versions))
     return 0
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from .plot import draw
-
     key = Key(args.entity, args.attribute)
     with _open(args.url) as store:
         versions = store.facts.history(key)
@@ -232,13 +201,12 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from .bulk import ImportFailed, import_file, print_problems
-
     with _open(args.url) as store:
         try:
             report = import_file(
                 store.facts, args.file, fmt=args.format, batch_size=args.batch_size,
-                max_errors=args.max_errors, progress=None if args.quiet else sys.stderr,
+                max_errors=args.max_errors,
+                progress=None if args.quiet else Progress(sys.stderr).update,
             )
         except ImportFailed as exc:
             fail(f"{args.file}: {exc}")

@@ -43,7 +43,7 @@ from .errors import (
     UnknownItemError,
     check_text,
 )
-from .facts import Connector, Key
+from .model import Connector, Key
 
 #: Stabilities (in turns) are kept within these bounds, so that no product or
 #: quotient of the arithmetic can overflow or underflow (PostgreSQL raises where

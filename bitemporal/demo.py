@@ -20,9 +20,9 @@ from typing import TextIO
 import psycopg
 
 from .database import database_url, scratch_database
-from .facts import Answer, Key
+from .formatting import format_table, stamp
 from .migrations import migrate
-from .report import format_table, stamp
+from .model import Answer, Key
 from .store import Store
 
 KEY = Key("mailer:prod", "attachment_limit_mb")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import psycopg
 
@@ -202,7 +202,7 @@ class UnknownItemError(BitemporalError, LookupError):
     sqlstate = "BT106"
 
 
-# Evidence, provenance, explanations (bitemporal.evidence, .provenance, .explain;
+# Evidence, provenance, explanations (bitemporal.evidence, .provenance, .answers;
 # sql/evidence.v1.sql, provenance.v1.sql): SQLSTATEs BT201 onwards.
 
 
@@ -306,7 +306,22 @@ class BatchError(InvalidInputError):
                    errors=errors, total=total)
 
 
-# Application tables (bitemporal.applications, sql/tables.v1.sql): SQLSTATEs BT401 onwards.
+class ImportFailed(BitemporalError):
+    """A batch of a file could not be imported (its bad rows by file line); earlier
+    batches were committed."""
+
+    # report: the importer's ImportReport (bitemporal.importing), typed loosely because
+    # errors.py sits below every other module.
+    def __init__(self, message: str, *, rows: list[tuple[int, str]], total: int, report: Any,
+                 first_line: int) -> None:
+        super().__init__(message)
+        self.rows = rows
+        self.total = total
+        self.report = report
+        self.first_line = first_line
+
+
+# Application tables (bitemporal.app_tables, sql/tables.v1.sql): SQLSTATEs BT401 onwards.
 
 
 class UnknownTableError(BitemporalError, LookupError):

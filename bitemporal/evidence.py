@@ -36,15 +36,15 @@ from .errors import (
     InvalidSearchError,
     check_optional_text,
 )
-from .facts import (
+from .jsonvalues import JSON
+from .model import (
     Connector,
     Key,
     Recorded,
     Version,
-    _check_key_part,
-    _json_text,
+    check_key_part,
+    json_text,
 )
-from .jsonvalues import JSON
 from .periods import Instant, period_bounds, to_optional_instant
 
 #: Full-text configuration passages are indexed with unless told otherwise.
@@ -183,7 +183,7 @@ class Evidence:
         """Record a value (as :meth:`Facts.record <bitemporal.Facts.record>`) and the
         passage it came from, in one transaction. When the value was already known,
         the passage is attached to the existing version."""
-        _check_key_part("source", source)
+        check_key_part("source", source)
         _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
         with self._atomic() as conn, cursor(conn) as cur:
@@ -193,7 +193,7 @@ class Evidence:
                 "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
                 (
                     passage, document, language, vector, recorded_by,
-                    key.entity, key.attribute, source, _json_text(value),
+                    key.entity, key.attribute, source, json_text(value),
                     *period_bounds(valid_from, valid_to),
                     to_optional_instant(known_at, name="known_at"), recorded_by,
                 ),

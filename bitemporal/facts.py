@@ -1,4 +1,5 @@
-"""The fact store: keys, versions, answers, and the repository that reads and writes them.
+"""The fact repository: reads and writes keys' versions and answers (their types are in
+:mod:`bitemporal.model`).
 
 Every method is a thin wrapper over one SQL function in ``sql/facts_*.sql``;
 the semantics live in the database, so that ``psql`` and Python give the same
@@ -7,158 +8,30 @@ answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from datetime import datetime
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-import psycopg
 from psycopg.rows import dict_row
 
+from . import answers, changes, record_many
 from .adapters import cursor
-from .errors import InvalidKeyError, InvalidValueError, check_optional_text, check_text
-from .jsonvalues import JSON, dumps
-from .periods import Instant, Period, period_bounds, to_optional_instant
-
-if TYPE_CHECKING:
-    from .bulk import RecordRow
-    from .changes import Change
-    from .explain import Explanation
-
-#: Opens a block on the store's connection (see bitemporal.store).
-Connector = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
-
-
-class Status(StrEnum):
-    """How many distinct values the eligible versions hold."""
-
-    #: No eligible version: unknown, which is not zero.
-    MISSING = "missing"
-    #: One distinct value: the available sources agree (not certified truth).
-    SUPPORTED = "supported"
-    #: Several distinct values: never averaged, never settled by ingestion order.
-    CONFLICT = "conflict"
-
-
-class Interpretation(StrEnum):
-    """How to read an answer, relative to the present."""
-
-    #: valid_at = known_at = now: in force, as far as the store knows now.
-    CURRENT = "current"
-    #: valid_at = known_at < now: what the store said then, not necessarily what was true.
-    KNOWN_THEN = "known_then"
-    #: valid_at < known_at, and the answer is what was already known at valid_at.
-    HISTORICAL = "historical"
-    #: valid_at < known_at, and later knowledge changed the answer for that time.
-    RETROSPECTIVE = "retrospective"
-    #: valid_at > known_at: announced, not (yet) in force.
-    ANNOUNCED_FUTURE = "announced_future"
-    #: Nothing eligible.
-    MISSING = "missing"
-
-
-_KEY_PART_LIMIT = 1024
-
-
-def _check_key_part(what: str, part: object) -> str:
-    if not isinstance(part, str) or part == "":
-        raise InvalidKeyError(f"{what} must be a non-empty string, not {part!r}")
-    check_text(what, part, InvalidKeyError)
-    if len(part.encode()) > _KEY_PART_LIMIT:
-        raise InvalidKeyError(f"{what} is longer than {_KEY_PART_LIMIT} bytes")
-    return part
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Key:
-    """What a fact is about: an entity (e.g. ``mailer:prod``) and an attribute."""
-
-    entity: str
-    attribute: str
-
-    def __post_init__(self) -> None:
-        _check_key_part("entity", self.entity)
-        _check_key_part("attribute", self.attribute)
-
-    def __str__(self) -> str:
-        return f"{self.entity}/{self.attribute}"
-
-
-@dataclass(frozen=True, slots=True)
-class Version:
-    """One fact version: a source's value for a valid period, held for a known period."""
-
-    version_id: int
-    key: Key
-    source: str
-    value: JSON
-    valid_period: Period
-    known_period: Period
-    recorded_by: str | None = None
-    #: For a remainder re-recorded when a later write cut an older version:
-    #: the version whose assertion it carries forward.
-    carried_from: int | None = None
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Version:
-        return cls(
-            version_id=row["version_id"],
-            key=Key(row["entity"], row["attribute"]),
-            source=row["source"],
-            value=row["value"],
-            valid_period=Period.from_range(row["valid_period"]),
-            known_period=Period.from_range(row["known_period"]),
-            recorded_by=row["recorded_by"],
-            carried_from=row["carried_from"],
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """What :meth:`Facts.record` did."""
-
-    #: The version holding the value (the existing one when nothing changed).
-    version_id: int
-    #: False when the value was already known for the whole period: nothing written.
-    created: bool
-    #: Versions whose knowledge this write ended.
-    superseded: tuple[int, ...] = ()
-    #: The knowledge time the write was recorded at (None when nothing was written).
-    known_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """The answer to ``(valid_at, known_at)`` for one key, with its status."""
-
-    key: Key
-    status: Status
-    #: The value when supported, else None.
-    value: JSON
-    #: The distinct eligible values, sorted (JSON order).
-    values: tuple[JSON, ...]
-    #: The eligible versions the answer rests on, by version id.
-    versions: tuple[Version, ...]
-    valid_at: datetime
-    known_at: datetime
-    interpretation: Interpretation
-    #: The present the interpretation is relative to.
-    now: datetime
-    sources: tuple[str, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sources", tuple(sorted({v.source for v in self.versions})))
-
-
-def _json_text(value: JSON) -> str:
-    if value is None:
-        raise InvalidValueError(
-            "value must not be None", hint="to say a value no longer applies, retract its period"
-        )
-    return check_text("value", dumps(value), InvalidValueError)
-
+from .answers import Explanation
+from .changes import Change
+from .errors import check_optional_text
+from .jsonvalues import JSON
+from .model import (
+    Answer,
+    Connector,
+    Interpretation,
+    Key,
+    Recorded,
+    Status,
+    Version,
+    check_key_part,
+    json_text,
+)
+from .periods import Instant, period_bounds, to_optional_instant
+from .record_many import RecordRow
 
 _VERSION_COLUMNS = (
     "version_id, entity, attribute, source, value, valid_period, known_period, "
@@ -197,15 +70,15 @@ class Facts:
         or a lost connection, say) returns the first attempt's result and
         writes nothing; reusing a key for a different request is an error.
         """
-        _check_key_part("source", source)
+        check_key_part("source", source)
         check_optional_text("recorded_by", recorded_by)
         if idempotency_key is not None:
-            _check_key_part("idempotency_key", idempotency_key)
+            check_key_part("idempotency_key", idempotency_key)
         args = (
             key.entity,
             key.attribute,
             source,
-            _json_text(value),
+            json_text(value),
             *period_bounds(valid_from, valid_to),
             to_optional_instant(known_at, name="known_at"),
             recorded_by,
@@ -234,11 +107,9 @@ class Facts:
         in batch order. All or nothing: if any row is bad,
         :class:`~bitemporal.BatchError` lists the bad rows (``.rows``: ``(line, reason)``,
         line = 1-based position in the batch; at most ``max_errors``) and nothing is
-        written. No idempotency keys. See :mod:`bitemporal.bulk`.
+        written. No idempotency keys. See :mod:`bitemporal.record_many`.
         """
-        from .bulk import record_many
-
-        return record_many(self._transaction, rows, max_errors=max_errors)
+        return record_many.record_many(self._transaction, rows, max_errors=max_errors)
 
     def recorded_already(self, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
         """For each row (as :meth:`record_many` takes them), whether it was recorded before:
@@ -248,9 +119,7 @@ class Facts:
         knowledge; ``bitemporal import`` skips these rows when a file is run again. Rows
         without ``known_at``: False. Reads ``bitemporal.versions`` (the reader role's grant).
         """
-        from .bulk import recorded_already
-
-        return recorded_already(self._reading, rows)
+        return record_many.recorded_already(self._reading, rows)
 
     def retract(
         self,
@@ -265,7 +134,7 @@ class Facts:
 
         Returns the versions whose knowledge ended (empty: nothing to retract).
         """
-        _check_key_part("source", source)
+        check_key_part("source", source)
         args = (
             key.entity,
             key.attribute,
@@ -361,14 +230,12 @@ class Facts:
         known_at: Instant | None = None,
         now: Instant | None = None,
     ) -> Explanation:
-        """The answer object for an agent (:class:`~bitemporal.explain.Explanation`):
+        """The answer object for an agent (:class:`~bitemporal.answers.Explanation`):
         :meth:`resolve`'s answer with alternatives, every eligible version with its
         evidence, the knowledge snapshot and explicit qualifications; JSON-serializable
         (``to_json()``), renderable to one sentence (``sentence()``), and able to check
-        a reply (``check(text)``). See :mod:`bitemporal.explain`."""
-        from .explain import fetch
-
-        return fetch(self._reading, key, valid_at=valid_at, known_at=known_at, now=now)
+        a reply (``check(text)``). See :mod:`bitemporal.answers`."""
+        return answers.fetch(self._reading, key, valid_at=valid_at, known_at=known_at, now=now)
 
     def changes(
         self,
@@ -380,9 +247,7 @@ class Facts:
         """What the store learned, superseded or retracted in the knowledge window
         ``[known_from, known_to)`` (None: unbounded), for every key or one; see
         :mod:`bitemporal.changes`."""
-        from .changes import fetch
-
-        return fetch(self._reading, known_from, known_to, key=key)
+        return changes.fetch(self._reading, known_from, known_to, key=key)
 
 
 

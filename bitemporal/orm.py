@@ -40,7 +40,7 @@ from sqlalchemy.dialects.postgresql import TSTZRANGE, Range
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from .errors import InvalidKeyError
-from .facts import Recorded
+from .model import Recorded
 from .periods import Instant, to_optional_instant
 from .store import Store
 
@@ -145,7 +145,7 @@ def record(
     The instance is only a carrier of values: it is not added to the session;
     load the new version with :func:`as_of` or ``session.get(Model, version_id)``.
     """
-    return Store(session).tables.record(
+    return Store(session).app_tables.record(
         type(row), _row(row), valid_from=valid_from, valid_to=valid_to, known_at=known_at
     )
 
@@ -161,4 +161,4 @@ def retract(
 ) -> tuple[int, ...]:
     """Sequenced delete of ``key`` over ``[valid_from, valid_to)`` through the table's
     ``_retract`` function, in the session's transaction; returns the ended versions."""
-    return Store(session).tables.retract(model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+    return Store(session).app_tables.retract(model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at)

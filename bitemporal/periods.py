@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 from psycopg.types.range import Range
 
 from .errors import InvalidPeriodError, InvalidTimeError, NaiveDatetimeError
+from .formatting import shown
 
 #: What callers may pass wherever an instant is expected.
 Instant: TypeAlias = datetime | date
@@ -41,6 +42,21 @@ def to_instant(value: Instant, *, name: str = "time") -> datetime:
 def to_optional_instant(value: Instant | None, *, name: str = "time") -> datetime | None:
     """Like :func:`to_instant`, keeping ``None``."""
     return None if value is None else to_instant(value, name=name)
+
+
+def parse_instant(text: object, *, name: str | None = None) -> Instant:
+    """An instant written as input (command line, import files): an ISO 8601 date
+    (midnight UTC) or datetime; InvalidTimeError naming ``name`` otherwise."""
+    what = f"{name} " if name else ""
+    if not isinstance(text, str):
+        raise InvalidTimeError(f"{what}must be an ISO 8601 date or datetime, not {text!r}")
+    try:
+        return date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InvalidTimeError(
+            f"{what}{shown(text)} is not an ISO 8601 date or datetime",
+            hint="e.g. 2026-09-01 or 2026-09-01T12:00:00+00:00",
+        ) from exc
 
 
 #: Ends from here on are open: 'infinity' is read as datetime.max (in UTC).

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from .errors import ConfigurationError, InvalidInputError
-from .facts import Version
 from .jsonvalues import dumps
+from .model import Version
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,8 +36,8 @@ from psycopg.types.json import Jsonb
 
 from .adapters import cursor
 from .errors import InvalidArtifactError, UnknownArtifactError, check_optional_text
-from .facts import Connector, Key, Version
 from .jsonvalues import JSON, dumps
+from .model import Connector, Key, Version
 from .periods import Instant, to_optional_instant
 
 #: The channel a supersession or retraction is announced on (``LISTEN bitemporal_invalidation``).

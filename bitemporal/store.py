@@ -16,6 +16,7 @@ store, and the caller's transaction, exactly as they were.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -29,7 +30,7 @@ from psycopg.pq import TransactionStatus
 
 from . import errors, migrations
 from .adapters import cursor
-from .applications import ApplicationTables
+from .app_tables import ApplicationTables
 from .database import database_url, psycopg_url
 from .decay import DecayPolicy, Memory, WindowPolicy
 from .evidence import Evidence
@@ -69,7 +70,14 @@ class Store:
         self.facts = Facts(self._writing, self._reading, self._atomic)
         self.evidence = Evidence(self._writing, self._reading)
         self.provenance = Provenance(self._writing, self._reading)
-        self.tables = ApplicationTables(self._writing, self._reading)
+        self.app_tables = ApplicationTables(self._writing, self._reading)
+
+    @property
+    def tables(self) -> ApplicationTables:
+        """Deprecated name of :attr:`app_tables` (goes at 1.0)."""
+        warnings.warn("Store.tables is deprecated and goes at 1.0: use Store.app_tables",
+                      DeprecationWarning, stacklevel=2)
+        return self.app_tables
 
     @property
     def connection(self) -> psycopg.Connection[Any]:

@@ -60,7 +60,7 @@ def fingerprint(v: TableVersion) -> tuple[Any, ...]:
 def apply(store: Store, table: str, model: FactModel, item: str, op: Op, known_at: datetime) -> None:
     key = {"item": item, "source": op.source}
     if op.kind == "record":
-        recorded = store.tables.record(
+        recorded = store.app_tables.record(
             table, {**key, "value": op.value}, valid_from=op.valid.start, valid_to=op.valid.end,
             known_at=known_at)
         created = model.record(op.source, op.value, op.valid, known_at)
@@ -69,7 +69,7 @@ def apply(store: Store, table: str, model: FactModel, item: str, op: Op, known_a
         event(f"record {'created' if created else 'no-op'}")
         return
     try:
-        ended = store.tables.retract(table, key, valid_from=op.valid.start, valid_to=op.valid.end,
+        ended = store.app_tables.retract(table, key, valid_from=op.valid.start, valid_to=op.valid.end,
                                      known_at=known_at)
     except UnknownKeyError:
         # The table's key includes the source: one never recorded is unknown, and the
@@ -105,7 +105,7 @@ def test_application_table_agrees_with_the_model(
             got = Counter(
                 fingerprint(v)
                 for source in SOURCES
-                for v in store.tables.as_of(claim_table, {"item": item, "source": source},
+                for v in store.app_tables.as_of(claim_table, {"item": item, "source": source},
                                             valid_at=valid_at, known_at=known_at)
             )
             want = Counter(v.fingerprint() for v in model.as_of(valid_at, known_at))
@@ -114,7 +114,7 @@ def test_application_table_agrees_with_the_model(
     history = Counter(
         fingerprint(v)
         for source in {op.source for op in writes if op.kind == "record"}
-        for v in store.tables.history(claim_table, {"item": item, "source": source})
+        for v in store.app_tables.history(claim_table, {"item": item, "source": source})
     )
     assert history == Counter(v.fingerprint() for v in model.history())
 
@@ -155,9 +155,9 @@ def test_bad_rows_get_documented_errors_and_write_nothing(
     before = store.connection.execute(count).fetchone()
     try:
         if retract:
-            store.tables.retract(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+            store.app_tables.retract(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
         else:
-            store.tables.record(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+            store.app_tables.record(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
     except BitemporalError:
         assert store.connection.execute(count).fetchone() == before
         return

@@ -1,4 +1,4 @@
-"""Application tables: an application's own table made bitemporal, through SQL and store.tables.
+"""Application tables: an application's own table made bitemporal, through SQL and store.app_tables.
 
 Each test makes its tables in a schema of its own in the shared test database.
 """
@@ -79,7 +79,7 @@ def snapshot(conn: psycopg.Connection[Any], schema: str) -> list[tuple[Any, ...]
 
 
 def test_the_generated_functions_record_correct_and_retract(store: Store, schema: str) -> None:
-    t = store.tables
+    t = store.app_tables
     product, prices = f"{schema}.product", f"{schema}.price"
     t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=JAN)
     first = t.record(prices, price(amount=Decimal(10)), valid_from=FEB)
@@ -124,10 +124,10 @@ def test_existing_rows_become_the_first_versions(connect: Callable[..., psycopg.
     conn.execute(sql.SQL("CREATE TABLE {} (id integer PRIMARY KEY, label text)").format(sql.Identifier(name)))
     conn.execute(sql.SQL("INSERT INTO {} VALUES (1, 'one'), (2, 'two')").format(sql.Identifier(name)))
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'], %s)", (name, JAN))
-    rows = store.tables.as_of(name, valid_at=FEB)
+    rows = store.app_tables.as_of(name, valid_at=FEB)
     assert [(v.row, v.valid_period.start, v.valid_period.end) for v in rows] == [
         ({"id": 1, "label": "one"}, JAN, None), ({"id": 2, "label": "two"}, JAN, None)]
-    assert store.tables.as_of(name, valid_at=JAN - US) == []
+    assert store.app_tables.as_of(name, valid_at=JAN - US) == []
     # Nothing recorded since: it may go back to an ordinary table, primary key and all.
     conn.execute("SELECT bitemporal.disable_table(%s::regclass)", (name,))
     assert conn.execute(sql.SQL("SELECT * FROM {} ORDER BY id").format(sql.Identifier(name))).fetchall() == [
@@ -136,7 +136,7 @@ def test_existing_rows_become_the_first_versions(connect: Callable[..., psycopg.
                         (name,)).fetchone() == (1,)
     # Once history is written, going back would lose it: refused.
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'])", (name,))
-    store.tables.record(name, {"id": 1, "label": "uno"})
+    store.app_tables.record(name, {"id": 1, "label": "uno"})
     with raises_sqlstate("BT402", "would be lost"):
         conn.execute("SELECT bitemporal.disable_table(%s::regclass)", (name,))
     conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (name,))
@@ -196,7 +196,7 @@ def test_a_table_name_leaves_room_for_the_names_derived_from_it(
 def test_bad_input_raises_typed_errors_and_writes_nothing(
     store: Store, schema: str, connect: Callable[..., psycopg.Connection[Any]]
 ) -> None:
-    t, prices = store.tables, f"{schema}.price"
+    t, prices = store.app_tables, f"{schema}.price"
     t.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"}, valid_from=JAN)
     t.record(prices, price(), valid_from=FEB)
     conn = connect()
@@ -239,7 +239,7 @@ def test_bad_input_raises_typed_errors_and_writes_nothing(
 
 
 def test_append_only_holds_for_the_owner_through_the_store(store: Store, schema: str) -> None:
-    store.tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
+    store.app_tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
     with pytest.raises(AppendOnlyError), store.transaction():
         store.connection.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(schema, "product")))
 
@@ -249,7 +249,7 @@ def test_writes_in_one_transaction_share_its_knowledge_time(
 ) -> None:
     conn = connect(autocommit=False)
     store = Store(conn)
-    t = store.tables
+    t = store.app_tables
     t.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
     first = t.record(f"{schema}.price", price(amount=1))
     second = t.record(f"{schema}.price", price(amount=2), valid_from=MAR)
@@ -265,7 +265,7 @@ def test_writes_in_one_transaction_share_its_knowledge_time(
 def test_concurrent_writers_of_one_key_are_serialised(
     connect: Callable[..., psycopg.Connection[Any]], schema: str
 ) -> None:
-    Store(connect()).tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
+    Store(connect()).app_tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
     stores = [Store(connect()) for _ in range(4)]
     errors: list[BaseException] = []
 
@@ -273,7 +273,7 @@ def test_concurrent_writers_of_one_key_are_serialised(
         try:
             for j in range(10):
                 month = 1 + (i + j) % 5
-                store.tables.record(f"{schema}.price", price(amount=i * 100 + j),
+                store.app_tables.record(f"{schema}.price", price(amount=i * 100 + j),
                                     valid_from=datetime(2026, month, 1, tzinfo=UTC))
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
@@ -298,7 +298,7 @@ def test_concurrent_writers_of_one_key_are_serialised(
 
 
 def test_temporal_reference_boundaries(store: Store, schema: str) -> None:
-    t, product, prices = store.tables, f"{schema}.product", f"{schema}.price"
+    t, product, prices = store.app_tables, f"{schema}.product", f"{schema}.price"
     t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=FEB, valid_to=APR)
     # Exactly the parent's period, and inside it: fine.
     t.record(prices, price(), valid_from=FEB, valid_to=APR)
@@ -332,7 +332,7 @@ def test_a_reference_is_checked_by_the_write_not_at_commit(
     schema: str, connect: Callable[..., psycopg.Connection[Any]]
 ) -> None:
     conn = connect()
-    t, product, prices = Store(conn).tables, f"{schema}.product", f"{schema}.price"
+    t, product, prices = Store(conn).app_tables, f"{schema}.product", f"{schema}.price"
     t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=FEB)
     t.record(prices, price(), valid_from=MAR)
     # Inside a transaction the deferred checks would wait for COMMIT: each write
@@ -349,14 +349,14 @@ def test_a_reference_is_checked_by_the_write_not_at_commit(
 def test_concurrent_parent_retract_and_child_write_cannot_both_win(
     connect: Callable[..., psycopg.Connection[Any]], schema: str
 ) -> None:
-    Store(connect()).tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
+    Store(connect()).app_tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
     parent_conn, child_conn = connect(autocommit=False), connect(autocommit=False)
-    Store(parent_conn).tables.retract(f"{schema}.product", {"sku": "A1"})  # holds the key's lock
+    Store(parent_conn).app_tables.retract(f"{schema}.product", {"sku": "A1"})  # holds the key's lock
     results: list[str] = []
 
     def child() -> None:
         try:
-            Store(child_conn).tables.record(f"{schema}.price", price())
+            Store(child_conn).app_tables.record(f"{schema}.price", price())
             child_conn.commit()
             results.append("child committed")
         except TemporalReferenceError:
@@ -410,12 +410,12 @@ def test_a_writer_role_needs_only_execute(connect: Callable[..., psycopg.Connect
 def test_a_value_column_added_later_reaches_the_functions(
     store: Store, schema: str, connect: Callable[..., psycopg.Connection[Any]]
 ) -> None:
-    t, product = store.tables, f"{schema}.product"
+    t, product = store.app_tables, f"{schema}.product"
     t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=JAN)
     conn = connect()
     conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN weight_kg numeric").format(sql.Identifier(schema, "product")))
     conn.execute("SELECT bitemporal.refresh_table(%s::regclass)", (product,))
-    fresh = Store(connect()).tables  # definitions are cached per store
+    fresh = Store(connect()).app_tables  # definitions are cached per store
     fresh.record(product, {"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}, valid_from=MAR)
     rows = fresh.as_of(product, {"sku": "A1"}, valid_at=MAR)
     assert [v.row for v in rows] == [{"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}]
@@ -462,7 +462,7 @@ def test_refresh_keeps_the_grants_of_the_functions(
 
 
 def test_reads_refuse_bad_questions(store: Store, schema: str) -> None:
-    t, prices = store.tables, f"{schema}.price"
+    t, prices = store.app_tables, f"{schema}.price"
     with pytest.raises(NaiveDatetimeError):
         t.as_of(prices, valid_at=datetime(2026, 3, 1))
     with pytest.raises(InvalidKeyError):
@@ -594,3 +594,9 @@ def test_only_a_missing_bitemporal_object_means_not_migrated(connect: Callable[.
         with pytest.raises(psycopg.Error) as caught:
             conn.execute(statement)
         assert isinstance(error_for(caught.value), SchemaNotMigratedError) is not_migrated, statement
+
+
+def test_store_tables_is_a_deprecated_name_of_app_tables(store: Store) -> None:
+    with pytest.warns(DeprecationWarning, match=r"Store\.tables is deprecated .* Store\.app_tables"):
+        tables = store.tables
+    assert tables is store.app_tables

@@ -42,7 +42,7 @@ def world(store: Store, key: Key, connect: Callable[..., psycopg.Connection[Any]
     conn.execute(sql.SQL("CREATE TABLE {} (k text, note text)").format(sql.Identifier(schema, "t")))
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k'])", (f"{schema}.t",))
     table = f"{schema}.t"
-    store.tables.record(table, {"k": "a", "note": "x"})
+    store.app_tables.record(table, {"k": "a", "note": "x"})
     yield {"key": key, "version": version, "table": table, "schema": schema,
            "memory": store.memory(f"drv-{uuid.uuid4().hex}")}
     conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
@@ -95,12 +95,12 @@ def calls(store: Store, w: dict[str, Any], bad: str) -> dict[str, Callable[[], o
         "provenance.record recorded_by": lambda: provenance.record(
             "k", "r", versions=[version], recorded_by=bad),
         "provenance.record detail": lambda: provenance.record("k", "r", versions=[version], detail=[bad]),
-        "tables.record value": lambda: store.tables.record(table, {"k": "a", "note": bad}),
-        "tables.record key": lambda: store.tables.record(table, {"k": bad, "note": "x"}),
-        "tables.retract key": lambda: store.tables.retract(table, {"k": bad}),
-        "tables.history key": lambda: store.tables.history(table, {"k": bad}),
-        "tables.as_of key": lambda: store.tables.as_of(table, {"k": bad}),
-        "tables table name": lambda: store.tables.record(f"{w['schema']}.{bad}", {"k": "a"}),
+        "tables.record value": lambda: store.app_tables.record(table, {"k": "a", "note": bad}),
+        "tables.record key": lambda: store.app_tables.record(table, {"k": bad, "note": "x"}),
+        "tables.retract key": lambda: store.app_tables.retract(table, {"k": bad}),
+        "tables.history key": lambda: store.app_tables.history(table, {"k": bad}),
+        "tables.as_of key": lambda: store.app_tables.as_of(table, {"k": bad}),
+        "tables table name": lambda: store.app_tables.record(f"{w['schema']}.{bad}", {"k": "a"}),
     }
 
 

@@ -126,10 +126,10 @@ def test_application_table_values_round_trip_exactly(
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k'])", (table,))
     try:
         exact = Decimal("0.1000000000000000000000000001")
-        store.tables.record(table, {"k": "a", "amount": exact, "doc": {"x": exact, "n": [1e308]}})
-        [version] = store.tables.as_of(table, {"k": "a"})
+        store.app_tables.record(table, {"k": "a", "amount": exact, "doc": {"x": exact, "n": [1e308]}})
+        [version] = store.app_tables.as_of(table, {"k": "a"})
         assert version.row["amount"] == exact and version.row["doc"] == {"x": exact, "n": [10**308]}
-        assert not store.tables.record(table, dict(version.row)).created
+        assert not store.app_tables.record(table, dict(version.row)).created
     finally:
         conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
         conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))

@@ -1,7 +1,7 @@
 """Application tables whose names (and column names) hold characters psycopg's placeholder
 parser or SQL quoting could misread: ``%``, ``%%``, ``%s``, ``%(x)s``, a double quote, spaces.
 Every statement is composed with quoted identifiers, never parsed for placeholders inside
-them: a write lands in the table named, through store.tables and the ORM helpers."""
+them: a write lands in the table named, through store.app_tables and the ORM helpers."""
 
 from __future__ import annotations
 
@@ -53,14 +53,14 @@ def counts(conn: psycopg.Connection[Any], schema: str) -> dict[str, int]:
 def test_store_tables_write_and_read_the_table_named(store: Store, schema: str, name: str) -> None:
     table = f"{schema}.{name}"
     before = counts(store.connection, schema)
-    first = store.tables.record(table, {"k": "a", VALUE: "one"}, valid_from=JAN)
+    first = store.app_tables.record(table, {"k": "a", VALUE: "one"}, valid_from=JAN)
     assert first.created
-    assert store.tables.record(table, {"k": "a", VALUE: "two"}, valid_from=MAR).superseded == (first.version_id,)
-    assert store.tables.retract(table, {"k": "a"}, valid_from=datetime(2026, 6, 1, tzinfo=UTC))
-    assert [v.row[VALUE] for v in store.tables.as_of(table, {"k": "a"}, valid_at=JAN)] == ["one"]
-    assert [v.row[VALUE] for v in store.tables.as_of(table, valid_at=MAR)] == ["two"]
-    assert len(store.tables.history(table, {"k": "a"})) >= 4
-    assert store.tables.changes(table)
+    assert store.app_tables.record(table, {"k": "a", VALUE: "two"}, valid_from=MAR).superseded == (first.version_id,)
+    assert store.app_tables.retract(table, {"k": "a"}, valid_from=datetime(2026, 6, 1, tzinfo=UTC))
+    assert [v.row[VALUE] for v in store.app_tables.as_of(table, {"k": "a"}, valid_at=JAN)] == ["one"]
+    assert [v.row[VALUE] for v in store.app_tables.as_of(table, valid_at=MAR)] == ["two"]
+    assert len(store.app_tables.history(table, {"k": "a"})) >= 4
+    assert store.app_tables.changes(table)
     after = counts(store.connection, schema)
     # Only the table named grew: nothing landed in a table with a similar name.
     assert {t: after[t] - before[t] for t in after if after[t] != before[t]} == {name: after[name] - before[name]}

@@ -65,9 +65,9 @@ def world(store: Store, connect: Callable[..., psycopg.Connection[Any]]) -> Iter
         sql.Identifier(schema, "item")))
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (f"{schema}.item",))
     table = f"{schema}.item"
-    store.tables.record(table, {"sku": "A", "seen": BEFORE_FALL_BACK}, valid_from=BEFORE_FALL_BACK,
+    store.app_tables.record(table, {"sku": "A", "seen": BEFORE_FALL_BACK}, valid_from=BEFORE_FALL_BACK,
                         known_at=BEFORE_FALL_BACK)
-    store.tables.record(table, {"sku": "A", "seen": LAST_DAY}, valid_from=BETWEEN,
+    store.app_tables.record(table, {"sku": "A", "seen": LAST_DAY}, valid_from=BETWEEN,
                         valid_to=FAR_END, known_at=AFTER_FALL_BACK)
     namespace = f"tz-{key.entity}"
     memory = store.memory(namespace)
@@ -96,9 +96,9 @@ def answers(store: Store, world: dict[str, Any]) -> dict[str, Any]:
         "stale": [a for a in store.provenance.stale() if a.artifact_id == world["artifact"]],
         "artifact": store.provenance.get(world["artifact"]),
         "search": store.evidence.search("fifty", valid_at=BETWEEN, known_at=BETWEEN, key=key),
-        "table_as_of": store.tables.as_of(table, valid_at=BETWEEN, known_at=AFTER_FALL_BACK),
-        "table_history": store.tables.history(table, {"sku": "A"}),
-        "table_changes": store.tables.changes(table),
+        "table_as_of": store.app_tables.as_of(table, valid_at=BETWEEN, known_at=AFTER_FALL_BACK),
+        "table_history": store.app_tables.history(table, {"sku": "A"}),
+        "table_changes": store.app_tables.changes(table),
         "memory": store.memory(world["namespace"]).items(),
     }
 

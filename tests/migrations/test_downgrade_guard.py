@@ -107,7 +107,7 @@ def test_application_tables_are_never_dropped(empty_database_url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.plan (code text PRIMARY KEY, price int)")
         conn.execute("SELECT bitemporal.enable_table('public.plan', ARRAY['code'], NULL)")
-        Store(conn).tables.record("public.plan", {"code": "basic", "price": 5})
+        Store(conn).app_tables.record("public.plan", {"code": "basic", "price": 5})
     # Forced or not: they belong to the application's migrations, which drop them first.
     for force in (False, True):
         with pytest.raises(TableDefinitionError, match="application tables still exist: public.plan"):

@@ -1,4 +1,4 @@
-"""The SQLAlchemy metadata in bitemporal.tables matches what the migrations create.
+"""The SQLAlchemy metadata in bitemporal.metadata matches what the migrations create.
 
 The metadata describes the default layout. On the partitioned one (migration
 0008's option) the partitions are not in it, and evidence's foreign key to
@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, pool
 
 from bitemporal.database import sqlalchemy_url
-from bitemporal.tables import SCHEMA, metadata
+from bitemporal.metadata import SCHEMA, metadata
 
 PARTITION = re.compile(r"fact_version_p\d+")
 

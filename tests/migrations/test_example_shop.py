@@ -88,7 +88,7 @@ def test_going_back_after_history_is_refused(empty_database_url: str) -> None:
     url = empty_database_url
     command.upgrade(config(url), "head")
     with psycopg.connect(url, autocommit=True) as conn:
-        bitemporal.Store(conn).tables.record(
+        bitemporal.Store(conn).app_tables.record(
             "shop.supplier", {"id": 1, "name": "Acme Corp"}, valid_from=datetime(2026, 1, 1, tzinfo=UTC))
     with pytest.raises(Exception, match="history would be lost"):
         command.downgrade(config(url), "shop0001")
@@ -153,7 +153,7 @@ def test_autogenerate_sees_no_difference_with_the_models(empty_database_url: str
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from bitemporal.alembic import include_object
+    from bitemporal.alembic_ops import include_object
     from examples.shop.models import Base
 
     command.upgrade(config(empty_database_url), "head")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bitemporal import Explanation, Status, Verdict, check, render
-from bitemporal.explain import human_time, human_value, iso_time, parse_time
+from bitemporal.formatting import human_time, human_value, iso_time, parse_time
 
 
 def obj(status: str, value: Any, alternatives: list[dict[str, Any]], qualifications: list[dict[str, Any]], *,

@@ -16,7 +16,7 @@ if context.is_offline_mode():
 else:
     engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
     with engine.connect() as connection:
-        # The operations of bitemporal.alembic call functions of the bitemporal
+        # The operations of bitemporal.alembic_ops call functions of the bitemporal
         # schema: bring it to head first, in the same transaction.
         bitemporal.migrate(connection)
         context.configure(connection=connection)

@@ -6,7 +6,7 @@ Revision ID: shop0001
 import sqlalchemy as sa
 from alembic import op
 
-import bitemporal.alembic  # noqa: F401 - registers op.create_bitemporal_table and friends
+import bitemporal.alembic_ops  # noqa: F401 - registers op.create_bitemporal_table and friends
 
 revision = "shop0001"
 down_revision = None

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from alembic import op
 
-import bitemporal.alembic  # noqa: F401
+import bitemporal.alembic_ops  # noqa: F401
 
 revision = "shop0002"
 down_revision = "shop0001"

@@ -1,0 +1,313 @@
+"""Application tables: an application's own typed tables, made bitemporal.
+
+A table made bitemporal (``op.create_bitemporal_table`` in Alembic, or
+``bitemporal.enable_table()`` in SQL; see sql/tables.v1.sql) keeps the fact
+store's rules with the application's key and value columns. Its generated
+functions ``<table>_record``, ``<table>_retract``, ``<table>_as_of``,
+``<table>_history`` and ``<table>_changes`` are what this repository calls;
+``store.app_tables`` is an :class:`ApplicationTables`.
+
+A row is passed as a mapping of column names to Python values. It travels as
+JSON and is turned into the table's row type by ``jsonb_populate_record``, so
+each value is converted to its column's type by PostgreSQL, the function's
+arguments are typed exactly, and the statement is composed from identifiers
+only (never from values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy
+from psycopg import sql
+from psycopg.abc import AdaptContext
+from psycopg.rows import dict_row
+
+from .adapters import cursor
+from .errors import (
+    InvalidKeyError,
+    InvalidValueError,
+    UnknownTableError,
+    check_optional_text,
+    check_text,
+)
+from .jsonvalues import encode
+from .model import ChangeKind, Connector, Recorded
+from .periods import Instant, Period, period_bounds, to_optional_instant
+
+#: A table: "schema.table" or "table" (found on the search path), a SQLAlchemy
+#: ``Table`` or a mapped class.
+TableRef = str | sqlalchemy.Table | type
+
+
+class Name(sql.Identifier):
+    """A quoted identifier for a statement run with parameters. psycopg looks for
+    placeholders in the whole statement text, quoted names included, so a ``%`` in a
+    name (``"p%q"``, ``"a%sb"``) is written ``%%``, which it reads back as ``%``."""
+
+    def as_bytes(self, context: AdaptContext | None = None) -> bytes:
+        return bytes(super().as_bytes(context)).replace(b"%", b"%%")
+
+
+@dataclass(frozen=True, slots=True)
+class TableDefinition:
+    """A bitemporal application table: its name and its key and value columns."""
+
+    schema: str
+    name: str
+    key_columns: tuple[str, ...]
+    value_columns: tuple[str, ...]
+
+    def function(self, suffix: str) -> Name:
+        """One of the table's generated functions (``record``, ``as_of``, ...)."""
+        return Name(self.schema, f"{self.name}_{suffix}")
+
+    @property
+    def row_type(self) -> Name:
+        return Name(self.schema, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class TableVersion:
+    """One version of a row of an application table."""
+
+    version_id: int
+    #: The key and value columns.
+    row: Mapping[str, Any]
+    valid_period: Period
+    known_period: Period
+    #: For a remainder re-recorded when a write cut an older version: that version.
+    carried_from: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableChange:
+    """What an application table learned, superseded or retracted, and when."""
+
+    change: ChangeKind
+    changed_at: datetime
+    version_id: int
+    #: For ``superseded``: the versions that superseded it.
+    by_version_ids: tuple[int, ...]
+
+
+def table_name(table: TableRef) -> tuple[str | None, str]:
+    """``(schema, name)`` of a table reference (schema None: the search path decides)."""
+    if isinstance(table, type):
+        mapped = getattr(table, "__table__", None)
+        if not isinstance(mapped, sqlalchemy.Table):
+            raise TypeError(f"{table.__name__} is not a mapped class")
+        table = mapped
+    if isinstance(table, sqlalchemy.Table):
+        schema, name = table.schema, table.name
+    elif isinstance(table, str):
+        schema, dot, name = table.rpartition(".")
+        schema = (schema or None) if dot else None
+    else:
+        raise TypeError(
+            f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}")
+    check_optional_text("table name", name)
+    return check_optional_text("schema name", schema), name
+
+
+def _json_default(value: Any) -> Any:
+    # What PostgreSQL reads back exactly from its text form.
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, UUID | timedelta):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not a column value bitemporal can pass")
+
+
+def _row_json(row: Mapping[str, Any]) -> str:
+    for name, value in row.items():
+        if isinstance(value, datetime) and value.tzinfo is None:
+            to_optional_instant(value, name=name)  # raises NaiveDatetimeError
+    try:
+        # Decimals (and numbers read back) as exact JSON numbers, for numeric and jsonb columns.
+        text = encode(dict(row), default=_json_default)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidValueError(f"row is not a valid set of column values: {exc}") from exc
+    return check_text("a column value", text, InvalidValueError)
+
+
+def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
+    return TableVersion(
+        version_id=row["version_id"],
+        row={c: row[c] for c in (*d.key_columns, *d.value_columns)},
+        valid_period=Period.from_range(row["valid_period"]),
+        known_period=Period.from_range(row["known_period"]),
+        carried_from=row["carried_from"],
+    )
+
+
+def _version_columns(d: TableDefinition) -> tuple[str, ...]:
+    return (*d.key_columns, *d.value_columns, "version_id", "valid_period", "known_period", "carried_from")
+
+
+class ApplicationTables:
+    """Reads and writes bitemporal application tables through their generated functions."""
+
+    def __init__(self, atomic: Connector, reading: Connector) -> None:
+        self._atomic = atomic
+        self._reading = reading
+        self._definitions: dict[tuple[str | None, str], TableDefinition] = {}
+
+    def definition(self, table: TableRef) -> TableDefinition:
+        """The table's key and value columns (looked up once per store)."""
+        schema, name = table_name(table)
+        cached = self._definitions.get((schema, name))
+        if cached is not None:
+            return cached
+        with self._reading() as conn:
+            found = conn.execute(
+                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL THEN format('%%I', %(name)s::text)"
+                "                        ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
+                {"schema": schema, "name": name},
+            ).fetchone()
+            if found is None or found[0] is None:
+                shown = name if schema is None else f"{schema}.{name}"
+                raise UnknownTableError(f"there is no table {shown}")
+            row = conn.execute(
+                "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
+                "  FROM bitemporal.table_definition(%s::oid::regclass) d",
+                (found[0],),
+            ).fetchone()
+        assert row is not None
+        d = TableDefinition(row[0], row[1], tuple(row[2]), tuple(row[3]))
+        self._definitions[(schema, name)] = d
+        return d
+
+    def _check_columns(self, d: TableDefinition, row: Mapping[str, Any], *, key_only: bool) -> None:
+        allowed = d.key_columns if key_only else (*d.key_columns, *d.value_columns)
+        unknown = sorted(set(row) - set(allowed))
+        if unknown:
+            what = "key column" if key_only else "column"
+            raise InvalidValueError(
+                f"{d.schema}.{d.name} has no {what} {', '.join(unknown)}",
+                hint=f"its {what}s are {', '.join(allowed)}",
+            )
+        missing_key = [c for c in d.key_columns if row.get(c) is None]
+        if missing_key:
+            raise InvalidKeyError(f"key column {', '.join(missing_key)} of {d.schema}.{d.name} is missing or None")
+        missing = [c for c in allowed if c not in row]
+        if missing:
+            raise InvalidValueError(
+                f"the row for {d.schema}.{d.name} lacks {', '.join(missing)}",
+                hint="a record is the whole row for its valid period: give every column (None for NULL)",
+            )
+
+    def _named_args(self, columns: Iterable[str]) -> sql.Composable:
+        return sql.SQL(", ").join(sql.SQL("{0} => r.{0}").format(Name(c)) for c in columns)
+
+    def record(
+        self,
+        table: TableRef,
+        row: Mapping[str, Any],
+        *,
+        valid_from: Instant | None = None,
+        valid_to: Instant | None = None,
+        known_at: Instant | None = None,
+    ) -> Recorded:
+        """Record ``row`` (every key and value column) for ``[valid_from, valid_to)``.
+
+        A sequenced update with :meth:`Facts.record`'s semantics: current versions
+        of the key overlapping the period have their knowledge closed and their
+        remainders re-recorded; a row already known for the whole period
+        changes nothing (``created`` is False).
+        """
+        d = self.definition(table)
+        self._check_columns(d, row, key_only=False)
+        query = sql.SQL(
+            "SELECT w.version_id, w.created, w.superseded, w.known_at"
+            "  FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
+            "       {function}({args}, valid_from => %s, valid_to => %s, known_at => %s) AS w"
+        ).format(row_type=d.row_type, function=d.function("record"),
+                 args=self._named_args((*d.key_columns, *d.value_columns)))
+        params = (_row_json(row), *period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"))
+        with self._atomic() as conn, cursor(conn) as cur:
+            result = cur.execute(query, params).fetchone()
+        assert result is not None
+        return Recorded(result[0], result[1], tuple(result[2]), result[3])
+
+    def retract(
+        self,
+        table: TableRef,
+        key: Mapping[str, Any],
+        *,
+        valid_from: Instant | None = None,
+        valid_to: Instant | None = None,
+        known_at: Instant | None = None,
+    ) -> tuple[int, ...]:
+        """Sequenced delete of ``key`` over ``[valid_from, valid_to)``; returns the ended versions."""
+        d = self.definition(table)
+        self._check_columns(d, key, key_only=True)
+        query = sql.SQL(
+            "SELECT {function}({args}, valid_from => %s, valid_to => %s, known_at => %s)"
+            "  FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
+        ).format(row_type=d.row_type, function=d.function("retract"), args=self._named_args(d.key_columns))
+        params = (*period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"), _row_json(key))
+        with self._atomic() as conn:
+            result = conn.execute(query, params).fetchone()
+        assert result is not None
+        return tuple(result[0])
+
+    def as_of(
+        self,
+        table: TableRef,
+        key: Mapping[str, Any] | None = None,
+        *,
+        valid_at: Instant | None = None,
+        known_at: Instant | None = None,
+    ) -> list[TableVersion]:
+        """The versions eligible at ``(valid_at, known_at)`` (None = now), of one key
+        or of every key, ORDER BY version_id."""
+        d = self.definition(table)
+        if key is not None:
+            self._check_columns(d, key, key_only=True)
+        columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
+        instants = (to_optional_instant(valid_at, name="valid_at"), to_optional_instant(known_at, name="known_at"))
+        if key is None:
+            query = sql.SQL("SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id").format(
+                columns=columns, function=d.function("as_of"))
+            params: tuple[Any, ...] = instants
+        else:
+            # The key's condition sits next to the inlined as_of function: the
+            # planner answers both from the table's GiST index.
+            query = sql.SQL(
+                "SELECT {columns} FROM {function}(%s, %s) AS v, jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
+                " WHERE {match} ORDER BY v.version_id"
+            ).format(columns=columns, function=d.function("as_of"), row_type=d.row_type,
+                     match=sql.SQL(" AND ").join(
+                         sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns))
+            params = (*instants, _row_json(key))
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
+            return [_version(d, r) for r in cur.execute(query, params)]
+
+    def history(self, table: TableRef, key: Mapping[str, Any]) -> list[TableVersion]:
+        """Every version of ``key``, superseded ones included, ORDER BY version_id.
+        Raises :class:`~bitemporal.UnknownKeyError` for a key never recorded."""
+        d = self.definition(table)
+        self._check_columns(d, key, key_only=True)
+        query = sql.SQL(
+            "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
+        ).format(columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
+                 row_type=d.row_type, function=d.function("history"), args=self._named_args(d.key_columns))
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
+            return [_version(d, r) for r in cur.execute(query, (_row_json(key),))]
+
+    def changes(
+        self, table: TableRef, known_from: Instant | None = None, known_to: Instant | None = None
+    ) -> list[TableChange]:
+        """What the table learned, superseded or retracted in ``[known_from, known_to)``."""
+        d = self.definition(table)
+        query = sql.SQL(
+            "SELECT change, changed_at, version_id, by_version_ids FROM {function}(%s, %s)"
+        ).format(function=d.function("changes"))
+        params = (to_optional_instant(known_from, name="known_from"), to_optional_instant(known_to, name="known_to"))
+        with self._reading() as conn, cursor(conn) as cur:
+            return [TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3])) for r in cur.execute(query, params)]

@@ -1,0 +1,166 @@
+"""The value types every part of the store shares: keys, versions, answers and their
+statuses, the kinds of change, the connector the repositories read and write through,
+and the checks a key part or a value passes before it reaches SQL.
+
+This module sits below every repository (facts, changes, answers, evidence, ...): it
+imports nothing of the package but errors, jsonvalues and periods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import psycopg
+
+from .errors import InvalidKeyError, InvalidValueError, check_text
+from .jsonvalues import JSON, dumps
+from .periods import Period
+
+#: Opens a block on the store's connection (see bitemporal.store).
+Connector = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+
+
+class Status(StrEnum):
+    """How many distinct values the eligible versions hold."""
+
+    #: No eligible version: unknown, which is not zero.
+    MISSING = "missing"
+    #: One distinct value: the available sources agree (not certified truth).
+    SUPPORTED = "supported"
+    #: Several distinct values: never averaged, never settled by ingestion order.
+    CONFLICT = "conflict"
+
+
+class Interpretation(StrEnum):
+    """How to read an answer, relative to the present."""
+
+    #: valid_at = known_at = now: in force, as far as the store knows now.
+    CURRENT = "current"
+    #: valid_at = known_at < now: what the store said then, not necessarily what was true.
+    KNOWN_THEN = "known_then"
+    #: valid_at < known_at, and the answer is what was already known at valid_at.
+    HISTORICAL = "historical"
+    #: valid_at < known_at, and later knowledge changed the answer for that time.
+    RETROSPECTIVE = "retrospective"
+    #: valid_at > known_at: announced, not (yet) in force.
+    ANNOUNCED_FUTURE = "announced_future"
+    #: Nothing eligible.
+    MISSING = "missing"
+
+
+KEY_PART_LIMIT = 1024
+
+
+def check_key_part(what: str, part: object) -> str:
+    """``part`` (an entity, attribute, source or idempotency key) if it is a non-empty
+    string PostgreSQL can store, within :data:`KEY_PART_LIMIT` bytes; else InvalidKeyError."""
+    if not isinstance(part, str) or part == "":
+        raise InvalidKeyError(f"{what} must be a non-empty string, not {part!r}")
+    check_text(what, part, InvalidKeyError)
+    if len(part.encode()) > KEY_PART_LIMIT:
+        raise InvalidKeyError(f"{what} is longer than {KEY_PART_LIMIT} bytes")
+    return part
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Key:
+    """What a fact is about: an entity (e.g. ``mailer:prod``) and an attribute."""
+
+    entity: str
+    attribute: str
+
+    def __post_init__(self) -> None:
+        check_key_part("entity", self.entity)
+        check_key_part("attribute", self.attribute)
+
+    def __str__(self) -> str:
+        return f"{self.entity}/{self.attribute}"
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One fact version: a source's value for a valid period, held for a known period."""
+
+    version_id: int
+    key: Key
+    source: str
+    value: JSON
+    valid_period: Period
+    known_period: Period
+    recorded_by: str | None = None
+    #: For a remainder re-recorded when a later write cut an older version:
+    #: the version whose assertion it carries forward.
+    carried_from: int | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Version:
+        return cls(
+            version_id=row["version_id"],
+            key=Key(row["entity"], row["attribute"]),
+            source=row["source"],
+            value=row["value"],
+            valid_period=Period.from_range(row["valid_period"]),
+            known_period=Period.from_range(row["known_period"]),
+            recorded_by=row["recorded_by"],
+            carried_from=row["carried_from"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What :meth:`Facts.record` did."""
+
+    #: The version holding the value (the existing one when nothing changed).
+    version_id: int
+    #: False when the value was already known for the whole period: nothing written.
+    created: bool
+    #: Versions whose knowledge this write ended.
+    superseded: tuple[int, ...] = ()
+    #: The knowledge time the write was recorded at (None when nothing was written).
+    known_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The answer to ``(valid_at, known_at)`` for one key, with its status."""
+
+    key: Key
+    status: Status
+    #: The value when supported, else None.
+    value: JSON
+    #: The distinct eligible values, sorted (JSON order).
+    values: tuple[JSON, ...]
+    #: The eligible versions the answer rests on, by version id.
+    versions: tuple[Version, ...]
+    valid_at: datetime
+    known_at: datetime
+    interpretation: Interpretation
+    #: The present the interpretation is relative to.
+    now: datetime
+    sources: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", tuple(sorted({v.source for v in self.versions})))
+
+
+def json_text(value: JSON) -> str:
+    """``value`` as the JSON text the SQL functions take; InvalidValueError for None
+    (retract instead) and for text PostgreSQL cannot store."""
+    if value is None:
+        raise InvalidValueError(
+            "value must not be None", hint="to say a value no longer applies, retract its period"
+        )
+    return check_text("value", dumps(value), InvalidValueError)
+
+
+class ChangeKind(StrEnum):
+    """What happened to a version's knowledge."""
+
+    LEARNED = "learned"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
