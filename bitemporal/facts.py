@@ -103,6 +103,13 @@ class Version:
     #: For a remainder re-recorded when a later write cut an older version:
     #: the version whose assertion it carries forward.
     carried_from: int | None = None
+    #: When the version was really written and, once closed, when its knowledge was
+    #: really closed (each the start of that transaction, on the server's clock), beside
+    #: the knowledge times the writers chose: ``known_period.start < recorded_at`` means
+    #: back-dated knowledge. Only :meth:`Facts.history` fills them in (None elsewhere, and
+    #: for versions written before migration 0010).
+    recorded_at: datetime | None = None
+    closed_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Version:
@@ -115,6 +122,8 @@ class Version:
             known_period=Period.from_range(row["known_period"]),
             recorded_by=row["recorded_by"],
             carried_from=row["carried_from"],
+            recorded_at=row.get("recorded_at"),
+            closed_at=row.get("closed_at"),
         )
 
 
@@ -337,11 +346,22 @@ class Facts:
             now=first["answer_present"],
         )
 
+    def version(self, version_id: int) -> Version | None:
+        """The version with this id (None if there is none): what an
+        :class:`~bitemporal.Invalidation` names."""
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.version(%s)", (version_id,))
+            row = cur.fetchone()
+            return None if row is None else Version.from_row(row)
+
     def history(self, key: Key) -> list[Version]:
         """Every version of ``key``, superseded ones included, by version id."""
         with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.history(%s, %s)",
+                f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
+                "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
+                "JOIN bitemporal.fact_version w ON w.version_id = h.version_id AND w.entity = h.entity "
+                "ORDER BY h.version_id",
                 (key.entity, key.attribute),
             )
             return [Version.from_row(row) for row in cur]

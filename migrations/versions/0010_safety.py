@@ -1,0 +1,55 @@
+"""Safety: knowledge is never rewritten, values are bounded, notifications show ids only.
+
+Revision ID: 0010
+Revises: 0008
+Create Date: 2026-12-01
+
+Issue 11's SQL-side findings:
+
+* ``append_only.v2.sql`` (findings 7 and 21): every insert and closing of a
+  version is a knowledge event that may not precede the key's latest knowledge,
+  for the table owner too; ``bitemporal.fact_key`` only moves forward;
+  ``fact_version.recorded_at`` and ``closed_at`` record when each version was
+  really written and closed.
+* ``provenance.v2.sql`` (finding 17): invalidation notifications carry ids,
+  kind and time only; ``bitemporal.version(id)`` resolves an id for a reader.
+* ``evidence.v2.sql`` (finding 5): evidence refuses a text search
+  configuration in a temporary schema.
+
+The downgrade drops what this revision added (``recorded_at`` and its values
+included) and restores the previous definitions of what it redefined.
+"""
+
+from alembic import op
+
+from bitemporal.migrations import previous_definition, sql_text
+
+revision = "0010"
+down_revision = "0008"
+branch_labels = None
+depends_on = None
+
+# Frozen: a later change to any of these objects is a new versioned file
+# loaded by a new migration, never an edit of this file.
+FILES = ("append_only.v2.sql", "provenance.v2.sql", "evidence.v2.sql")
+
+
+def upgrade() -> None:
+    for name in FILES:
+        op.execute(sql_text(name))
+
+
+def downgrade() -> None:
+    op.execute(previous_definition("evidence.v1.sql", "bitemporal.text_search_config"))
+    op.execute(previous_definition("provenance.v1.sql", "bitemporal.fact_version_notify_closed"))
+    op.execute(
+        """
+        DROP FUNCTION bitemporal.version(bigint);
+        DROP TRIGGER fact_version_knowledge ON bitemporal.fact_version;
+        DROP FUNCTION bitemporal.fact_version_knowledge();
+        DROP TRIGGER fact_key_no_truncate ON bitemporal.fact_key;
+        DROP TRIGGER fact_key_append_only ON bitemporal.fact_key;
+        DROP FUNCTION bitemporal.fact_key_guard();
+        ALTER TABLE bitemporal.fact_version DROP COLUMN closed_at, DROP COLUMN recorded_at;
+        """
+    )
