@@ -15,6 +15,8 @@ Issue 11's SQL-side findings:
   kind and time only; ``bitemporal.version(id)`` resolves an id for a reader.
 * ``evidence.v2.sql`` (finding 5): evidence refuses a text search
   configuration in a temporary schema.
+* ``values.v1.sql`` (finding 6, SQL part): jsonb values of fact versions and
+  application tables are refused (BT007) beyond what Python reads back.
 
 The downgrade drops what this revision added (``recorded_at`` and its values
 included) and restores the previous definitions of what it redefined.
@@ -31,7 +33,7 @@ depends_on = None
 
 # Frozen: a later change to any of these objects is a new versioned file
 # loaded by a new migration, never an edit of this file.
-FILES = ("append_only.v2.sql", "provenance.v2.sql", "evidence.v2.sql")
+FILES = ("append_only.v2.sql", "provenance.v2.sql", "evidence.v2.sql", "values.v1.sql")
 
 
 def upgrade() -> None:
@@ -40,6 +42,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute(previous_definition("append_only.v1.sql", "bitemporal.fact_version_stamp_insert"))
+    op.execute("DROP FUNCTION bitemporal.check_json_value(text, jsonb)")
     op.execute(previous_definition("evidence.v1.sql", "bitemporal.text_search_config"))
     op.execute(previous_definition("provenance.v1.sql", "bitemporal.fact_version_notify_closed"))
     op.execute(
