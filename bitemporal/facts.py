@@ -346,6 +346,19 @@ class Facts:
             now=first["answer_present"],
         )
 
+    def settled_knowledge_time(self) -> datetime:
+        """A knowledge time whose answers never change: no write in flight, and no later
+        write, can commit knowledge at or before it. Ask with ``known_at`` at or before it
+        (in a later statement: not inside a REPEATABLE READ transaction begun before the
+        call). Calling it closes knowledge up to the time returned: a later write with an
+        explicit ``known_at`` at or before it raises :class:`KnowledgeTimeInPastError`;
+        writes without ``known_at`` are recorded after it."""
+        with self._atomic() as conn:
+            row = conn.execute("SELECT bitemporal.settled_knowledge_time()").fetchone()
+        assert row is not None
+        settled: datetime = row[0]
+        return settled
+
     def version(self, version_id: int) -> Version | None:
         """The version with this id (None if there is none): what an
         :class:`~bitemporal.Invalidation` names."""

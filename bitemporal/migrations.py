@@ -51,13 +51,14 @@ def previous_definition(filename: str, function: str) -> str:
     file defines it: what a migration that redefined the function restores on downgrade."""
     text_ = sql_text(filename)
     found = re.search(
-        rf"^CREATE FUNCTION {re.escape(function)}\(.*?^COMMENT ON FUNCTION {re.escape(function)}\(.*?';$",
+        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(function)}\(.*?"
+        rf"^COMMENT ON FUNCTION {re.escape(function)}\(.*?';$",
         text_,
         re.MULTILINE | re.DOTALL,
     )
     if found is None:
         raise LookupError(f"{filename} does not define {function}")
-    return found[0].replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+    return re.sub(r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION", found[0], count=1)
 
 
 Target = str | Engine | Connection | None

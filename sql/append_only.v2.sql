@@ -20,7 +20,8 @@
 --     closed (closed_at: the start of the closing transaction), both forced,
 --     beside the knowledge times its writers chose, so an audit tells
 --     back-dated knowledge from live.
--- Violations raise SQLSTATE BT006. What is still trusted: a role that may
+-- Violations raise SQLSTATE BT006 (BT002 for an event at or before the
+-- settled knowledge time, settled.v1.sql). What is still trusted: a role that may
 -- disable triggers (the owner: ALTER TABLE ... DISABLE TRIGGER) or a
 -- superuser (who may also set session_replication_role = replica).
 
@@ -99,6 +100,9 @@ BEGIN
     IF at IS NULL THEN
         RETURN NEW;  -- an invalid period: the CHECK constraints say why
     END IF;
+    -- Also for a hand-written row: announced to bitemporal.settled_knowledge_time,
+    -- and refused (BT002) at or before the settled knowledge time.
+    PERFORM bitemporal.announce_knowledge(at, false);
     SELECT fk.last_known_at, fk.last_txid INTO k
       FROM bitemporal.fact_key fk
      WHERE fk.entity = NEW.entity AND fk.attribute = NEW.attribute;

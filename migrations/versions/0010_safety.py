@@ -15,6 +15,10 @@ Issue 11's SQL-side findings:
   kind and time only; ``bitemporal.version(id)`` resolves an id for a reader.
 * ``evidence.v2.sql`` (finding 5): evidence refuses a text search
   configuration in a temporary schema.
+* ``settled.v1.sql``, ``facts_write.v3.sql``, ``facts_bulk.v2.sql`` (finding
+  8): ``bitemporal.settled_knowledge_time()``, a knowledge time whose answers
+  never change; ``lock_key`` and ``record_many`` announce their knowledge
+  times to it.
 * ``values.v1.sql`` (finding 6, SQL part): jsonb values of fact versions and
   application tables are refused (BT007) beyond what Python reads back.
 
@@ -33,7 +37,15 @@ depends_on = None
 
 # Frozen: a later change to any of these objects is a new versioned file
 # loaded by a new migration, never an edit of this file.
-FILES = ("append_only.v2.sql", "provenance.v2.sql", "evidence.v2.sql", "values.v1.sql")
+FILES = (
+    "settled.v1.sql",
+    "append_only.v2.sql",
+    "facts_write.v3.sql",
+    "facts_bulk.v2.sql",
+    "provenance.v2.sql",
+    "evidence.v2.sql",
+    "values.v1.sql",
+)
 
 
 def upgrade() -> None:
@@ -55,5 +67,18 @@ def downgrade() -> None:
         DROP TRIGGER fact_key_append_only ON bitemporal.fact_key;
         DROP FUNCTION bitemporal.fact_key_guard();
         ALTER TABLE bitemporal.fact_version DROP COLUMN closed_at, DROP COLUMN recorded_at;
+        """
+    )
+    op.execute(previous_definition("facts_bulk.v1.sql", "bitemporal.record_many"))
+    # Version 1's text is not SECURITY DEFINER: migration 0005 made it so.
+    op.execute("SELECT bitemporal.secure_write_function('bitemporal.record_many(bitemporal.batch_row[], integer)')")
+    op.execute(previous_definition("facts_write.v2.sql", "bitemporal.lock_key"))
+    op.execute(
+        """
+        DROP FUNCTION bitemporal.settled_knowledge_time();
+        DROP FUNCTION bitemporal.announce_knowledge(timestamptz, boolean);
+        DROP FUNCTION bitemporal.knowledge_from_micros(bigint);
+        DROP FUNCTION bitemporal.knowledge_micros(timestamptz);
+        DROP SEQUENCE bitemporal.knowledge_floor;
         """
     )
