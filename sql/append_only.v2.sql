@@ -31,19 +31,21 @@ COMMENT ON COLUMN bitemporal.fact_version.recorded_at IS
 COMMENT ON COLUMN bitemporal.fact_version.closed_at IS
     'When the version''s knowledge was really closed: the start of the closing transaction, forced by a trigger (NULL: still open, or closed before migration 0010). upper(known_period) < closed_at: the writer back-dated the closing.';
 
-CREATE FUNCTION bitemporal.fact_key_guard()
+CREATE FUNCTION bitemporal.key_guard()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- Any key table: bitemporal.fact_key, or an application table's
+    -- <table>_key (table_knowledge.v1.sql).
     IF TG_OP IN ('TRUNCATE', 'DELETE') THEN
-        RAISE EXCEPTION 'bitemporal.fact_key is append-only: % is not allowed', TG_OP
+        RAISE EXCEPTION '%.% is append-only: % is not allowed', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
             USING ERRCODE = 'BT006';
     END IF;
-    IF (NEW.entity, NEW.attribute, NEW.first_known_at) IS DISTINCT FROM (OLD.entity, OLD.attribute, OLD.first_known_at)
-    THEN
-        RAISE EXCEPTION 'key (%, %): its name and first knowledge time cannot change', OLD.entity, OLD.attribute
+    IF pg_catalog.to_jsonb(NEW) - 'last_known_at' - 'last_txid' IS DISTINCT FROM
+       pg_catalog.to_jsonb(OLD) - 'last_known_at' - 'last_txid' THEN
+        RAISE EXCEPTION 'a key of %.% cannot change, nor its first knowledge time', TG_TABLE_SCHEMA, TG_TABLE_NAME
             USING ERRCODE = 'BT006';
     END IF;
     -- Only moved forward, by the transaction that writes at the new time:
@@ -53,23 +55,23 @@ BEGIN
        OR (NEW.last_txid IS DISTINCT FROM OLD.last_txid
            AND (NEW.last_txid <> pg_catalog.pg_current_xact_id() OR NEW.last_known_at = OLD.last_known_at))
     THEN
-        RAISE EXCEPTION 'key (%, %): its latest knowledge time (%) only moves forward, to the present at most, with a write',
-                OLD.entity, OLD.attribute, OLD.last_known_at
+        RAISE EXCEPTION 'a key''s latest knowledge time in %.% (%) only moves forward, to the present at most, with a write',
+                TG_TABLE_SCHEMA, TG_TABLE_NAME, OLD.last_known_at
             USING ERRCODE = 'BT006',
-                  HINT = 'Write through bitemporal.record() or bitemporal.retract().';
+                  HINT = 'Write through the write functions (bitemporal.record(), bitemporal.retract(), <table>_record(), <table>_retract()).';
     END IF;
     RETURN NEW;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.fact_key_guard() IS
-    'Trigger: refuses DELETE and TRUNCATE of bitemporal.fact_key, and any UPDATE other than moving a key''s latest knowledge time forward (to at most the present) by the writing transaction (SQLSTATE BT006).';
+COMMENT ON FUNCTION bitemporal.key_guard() IS
+    'Trigger on a key table (bitemporal.fact_key, an application table''s <table>_key): refuses DELETE and TRUNCATE, and any UPDATE other than moving a key''s latest knowledge time forward (to at most the present) by the writing transaction (SQLSTATE BT006).';
 
 CREATE TRIGGER fact_key_append_only
     BEFORE UPDATE OR DELETE ON bitemporal.fact_key
-    FOR EACH ROW EXECUTE FUNCTION bitemporal.fact_key_guard();
+    FOR EACH ROW EXECUTE FUNCTION bitemporal.key_guard();
 CREATE TRIGGER fact_key_no_truncate
     BEFORE TRUNCATE ON bitemporal.fact_key
-    FOR EACH STATEMENT EXECUTE FUNCTION bitemporal.fact_key_guard();
+    FOR EACH STATEMENT EXECUTE FUNCTION bitemporal.key_guard();
 
 CREATE FUNCTION bitemporal.fact_version_knowledge()
 RETURNS trigger
@@ -119,7 +121,7 @@ BEGIN
                   HINT = 'Write through bitemporal.record() or bitemporal.retract(), which record at the present.';
     END IF;
     IF latest > k.last_known_at OR k.last_txid <> pg_catalog.pg_current_xact_id() THEN
-        -- fact_key_guard refuses this if a concurrent writer moved the key
+        -- key_guard refuses this if a concurrent writer moved the key
         -- past it meanwhile.
         UPDATE bitemporal.fact_key fk
            SET last_known_at = latest, last_txid = pg_catalog.pg_current_xact_id()

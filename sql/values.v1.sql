@@ -7,9 +7,10 @@
 -- Python read of the key fail. Every jsonb column of bitemporal.fact_version
 -- and of every application table (enable_table) is checked when a row is
 -- inserted, by the BEFORE INSERT trigger both already share
--- (bitemporal.fact_version_stamp_insert, redefined here in place, same
--- signature), so record(), record_many(), the generated <table>_record()
--- functions and hand-written INSERTs all refuse such values with BT007.
+-- (bitemporal.fact_version_stamp_insert, redefined in place in
+-- table_knowledge.v1.sql), so record(), record_many(), the generated
+-- <table>_record() functions and hand-written INSERTs all refuse such values
+-- with BT007.
 -- Size is not limited beyond PostgreSQL's own (jsonb values up to 255 MB).
 
 CREATE FUNCTION bitemporal.check_json_value(what text, value jsonb)
@@ -34,31 +35,3 @@ END;
 $$;
 COMMENT ON FUNCTION bitemporal.check_json_value(text, jsonb) IS
     'Raises BT007 if a JSON value nests arrays and objects more than 256 deep or holds a number whose integer part has more than 4300 digits (what Python can read back); NULL passes.';
-
-CREATE OR REPLACE FUNCTION bitemporal.fact_version_stamp_insert()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    col name;
-BEGIN
-    NEW.recorded_in := pg_catalog.pg_current_xact_id();
-    IF TG_TABLE_SCHEMA = 'bitemporal' AND TG_TABLE_NAME LIKE 'fact\_version%' THEN
-        -- The fact store (or one of its partitions): one jsonb column.
-        PERFORM bitemporal.check_json_value('value', NEW.value);
-    ELSE
-        -- An application table: each of its jsonb columns.
-        FOR col IN
-            SELECT a.attname FROM pg_catalog.pg_attribute a
-             WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped
-               AND a.atttypid = 'pg_catalog.jsonb'::pg_catalog.regtype
-        LOOP
-            PERFORM bitemporal.check_json_value(pg_catalog.format('column %I', col), pg_catalog.to_jsonb(NEW) -> col);
-        END LOOP;
-    END IF;
-    RETURN NEW;
-END;
-$$;
-COMMENT ON FUNCTION bitemporal.fact_version_stamp_insert() IS
-    'Trigger on bitemporal.fact_version and every application table: stamps a new version with the inserting top-level transaction, which the append-only rule relies on, and refuses jsonb values Python cannot read back (bitemporal.check_json_value, BT007).';

@@ -7,11 +7,14 @@ could run by hand, without touching a trigger.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from bitemporal import AppendOnlyError, Key, KnowledgeTimeInPastError, RecordRow, Store, errors
 
@@ -119,3 +122,53 @@ def test_bulk_writes_record_their_real_time(store: Store, key: Key) -> None:
     assert [v.value for v in history] == [1, 2]
     assert all(v.recorded_at is not None and v.recorded_at <= now for v in history)
     assert history[0].known_period.start < history[0].recorded_at  # type: ignore[operator]
+
+
+@pytest.fixture
+def app_table(connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[tuple[psycopg.Connection[Any], str]]:
+    """An application table doc(id, body) in a schema of the test's own: key 1 holds body a
+    for January, known from FIRST, and body b from March, known from LATER."""
+    name = f"app_{uuid.uuid4().hex[:10]}"
+    conn = connect()
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("CREATE TABLE {}.doc (id integer, body text)").format(sql.Identifier(name)))
+    conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'])", (f"{name}.doc",))
+    record = sql.SQL("SELECT {}.doc_record(1, %s, valid_from => %s, valid_to => %s, known_at => %s)").format(
+        sql.Identifier(name))
+    conn.execute(record, ("a", FIRST, datetime(2026, 2, 1, tzinfo=UTC), FIRST))
+    conn.execute(record, ("b", LATER, None, LATER))
+    yield conn, name
+    conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (f"{name}.doc",))
+    conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+TABLE_ATTACKS = {
+    "close back-dated": "UPDATE {s}.doc SET known_period = tstzrange(lower(known_period), "
+    "lower(known_period) + interval '1 second', '[)') WHERE body = 'a' AND upper_inf(known_period)",
+    "insert back-dated": "INSERT INTO {s}.doc (id, body, valid_period, known_period) "
+    "VALUES (1, 'c', '[2000-01-01,2001-01-01)', tstzrange(%(first)s, NULL, '[)'))",
+    "rewind the key": "UPDATE {s}.doc_key SET last_known_at = '2001-01-01 00:00+00'",
+    "claim the key's time": "UPDATE {s}.doc_key SET last_txid = pg_current_xact_id()",
+    "delete the key": "DELETE FROM {s}.doc_key",
+    "truncate the key": "TRUNCATE {s}.doc_key CASCADE",
+}
+
+
+@pytest.mark.parametrize("attack", list(TABLE_ATTACKS), ids=list(TABLE_ATTACKS))
+def test_the_owner_cannot_rewrite_an_application_tables_knowledge(
+    app_table: tuple[psycopg.Connection[Any], str], attack: str
+) -> None:
+    conn, schema = app_table
+    rows = sql.SQL("SELECT d::text FROM {}.doc d UNION ALL SELECT k::text FROM {}.doc_key k ORDER BY 1").format(
+        sql.Identifier(schema), sql.Identifier(schema))
+    before = conn.execute(rows).fetchall()
+    with pytest.raises(AppendOnlyError), errors.translate():
+        conn.execute(TABLE_ATTACKS[attack].format(s=sql.Identifier(schema).as_string(conn)), {"first": FIRST})
+    assert conn.execute(rows).fetchall() == before
+    # Its write functions still refuse knowledge before the key's latest, and still work.
+    with pytest.raises(psycopg.Error) as caught:
+        conn.execute(sql.SQL("SELECT {}.doc_record(1, 'x', known_at => '2001-01-01 00:00+00')").format(
+            sql.Identifier(schema)))
+    assert caught.value.sqlstate == "BT002"
+    conn.execute(sql.SQL("SELECT {}.doc_record(1, 'y', valid_from => %s)").format(sql.Identifier(schema)), (LATER,))
+    conn.execute(sql.SQL("SELECT {}.doc_retract(1, valid_from => %s)").format(sql.Identifier(schema)), (LATER,))
