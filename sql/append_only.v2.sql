@@ -12,9 +12,10 @@
 --     transaction that recorded it, never later than the present, and it
 --     becomes the key's latest knowledge: the same rule as bitemporal.lock_key
 --     applies to the write functions, now for every INSERT and UPDATE;
---   * a key's row in bitemporal.fact_key keeps its key and first knowledge,
---     its latest knowledge only moves forward (to at most the present), and
---     it is never deleted or truncated;
+--   * a key's row in bitemporal.fact_key is never known from later than
+--     the present, keeps its key and first knowledge, its latest knowledge
+--     only moves forward (to at most the present), and it is never deleted
+--     or truncated;
 --   * every version records when it was really written (recorded_at: the
 --     start of the inserting transaction) and when its knowledge was really
 --     closed (closed_at: the start of the closing transaction), both forced,
@@ -43,6 +44,14 @@ BEGIN
         RAISE EXCEPTION '%.% is append-only: % is not allowed', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
             USING ERRCODE = 'BT006';
     END IF;
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.last_known_at > pg_catalog.clock_timestamp() THEN
+            RAISE EXCEPTION 'a key of %.% cannot be known from % (later than the present)',
+                    TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW.last_known_at
+                USING ERRCODE = 'BT006';
+        END IF;
+        RETURN NEW;
+    END IF;
     IF pg_catalog.to_jsonb(NEW) - 'last_known_at' - 'last_txid' IS DISTINCT FROM
        pg_catalog.to_jsonb(OLD) - 'last_known_at' - 'last_txid' THEN
         RAISE EXCEPTION 'a key of %.% cannot change, nor its first knowledge time', TG_TABLE_SCHEMA, TG_TABLE_NAME
@@ -64,10 +73,10 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.key_guard() IS
-    'Trigger on a key table (bitemporal.fact_key, an application table''s <table>_key): refuses DELETE and TRUNCATE, and any UPDATE other than moving a key''s latest knowledge time forward (to at most the present) by the writing transaction (SQLSTATE BT006).';
+    'Trigger on a key table (bitemporal.fact_key, an application table''s <table>_key): refuses DELETE and TRUNCATE, a new key known from later than the present, and any UPDATE other than moving a key''s latest knowledge time forward (to at most the present) by the writing transaction (SQLSTATE BT006).';
 
 CREATE TRIGGER fact_key_append_only
-    BEFORE UPDATE OR DELETE ON bitemporal.fact_key
+    BEFORE INSERT OR UPDATE OR DELETE ON bitemporal.fact_key
     FOR EACH ROW EXECUTE FUNCTION bitemporal.key_guard();
 CREATE TRIGGER fact_key_no_truncate
     BEFORE TRUNCATE ON bitemporal.fact_key

@@ -133,7 +133,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    EXECUTE pg_catalog.format('CREATE TRIGGER bitemporal_append_only BEFORE UPDATE OR DELETE ON %I.%I '
+    EXECUTE pg_catalog.format('CREATE TRIGGER bitemporal_append_only BEFORE INSERT OR UPDATE OR DELETE ON %I.%I '
                               'FOR EACH ROW EXECUTE FUNCTION bitemporal.key_guard()', schema_name, key_table);
     EXECUTE pg_catalog.format('CREATE TRIGGER bitemporal_no_truncate BEFORE TRUNCATE ON %I.%I '
                               'FOR EACH STATEMENT EXECUTE FUNCTION bitemporal.key_guard()', schema_name, key_table);

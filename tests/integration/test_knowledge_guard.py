@@ -57,6 +57,8 @@ ATTACKS = {
     "rename fact_key": "UPDATE bitemporal.fact_key SET first_known_at = '2001-01-01 00:00+00' WHERE entity = %(e)s",
     "claim fact_key's time": "UPDATE bitemporal.fact_key SET last_txid = pg_current_xact_id() WHERE entity = %(e)s",
     "delete fact_key": "DELETE FROM bitemporal.fact_key WHERE entity = %(e)s",
+    "insert fact_key from the future": "INSERT INTO bitemporal.fact_key VALUES (%(e)s || '/new', 'a', "
+    "now() + interval '1 day', now() + interval '1 day', pg_current_xact_id())",
     "truncate fact_key": "TRUNCATE bitemporal.fact_key CASCADE",
 }
 
