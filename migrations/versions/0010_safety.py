@@ -20,7 +20,8 @@ Issue 11's SQL-side findings:
   never change; ``lock_key`` and ``record_many`` announce their knowledge
   times to it.
 * ``values.v1.sql`` (finding 6, SQL part): jsonb values of fact versions and
-  application tables are refused (BT007) beyond what Python reads back.
+  application tables, and artifacts' detail, are refused (BT007) beyond what
+  Python reads back.
 * ``table_knowledge.v1.sql`` (finding 7 for application tables): the same
   knowledge rule through the trigger functions the tables share, and
   ``bitemporal.key_guard`` on every ``<table>_key``.
@@ -79,7 +80,13 @@ def downgrade() -> None:
     op.execute(previous_definition("append_only.v1.sql", "bitemporal.fact_version_stamp_insert"))
     op.execute("DROP FUNCTION bitemporal.table_knowledge_event(text, text, anyelement, timestamptz, timestamptz)")
     # values.v1.sql, evidence.v2.sql, provenance.v2.sql
-    op.execute("DROP FUNCTION bitemporal.check_json_value(text, jsonb)")
+    op.execute(
+        """
+        DROP TRIGGER artifact_detail_check ON bitemporal.artifact;
+        DROP FUNCTION bitemporal.artifact_detail_check();
+        DROP FUNCTION bitemporal.check_json_value(text, jsonb);
+        """
+    )
     op.execute(previous_definition("evidence.v1.sql", "bitemporal.text_search_config"))
     op.execute(previous_definition("provenance.v1.sql", "bitemporal.fact_version_notify_closed"))
     op.execute("DROP FUNCTION bitemporal.version(bigint)")

@@ -87,3 +87,16 @@ def test_application_tables_refuse_them(document_table: tuple[psycopg.Connection
         conn.execute(record, (value,))
     rows = conn.execute(sql.SQL("SELECT body FROM {}.doc").format(sql.Identifier(schema))).fetchall()
     assert rows == [({"ok": True},)]
+
+
+@pytest.mark.parametrize("value", [HUGE, DEEP], ids=["digits", "depth"])
+def test_an_artifacts_detail_is_held_to_the_same_limits(store: Store, key: Key, value: str) -> None:
+    version = store.facts.record(key, 1, source="s").version_id
+    ref = f"ref-{uuid.uuid4().hex}"
+    with pytest.raises(InvalidValueError), errors.translate():
+        store.connection.execute(
+            "SELECT bitemporal.record_artifact('summary', %s, ARRAY[%s]::bigint[], NULL, %s::jsonb)",
+            (ref, version, value),
+        )
+    artifact = store.provenance.record("summary", ref, versions=[version], detail={"ok": True})
+    assert store.provenance.get(artifact.artifact_id).detail == {"ok": True}
