@@ -100,6 +100,13 @@ class Version:
     #: For a remainder re-recorded when a later write cut an older version:
     #: the version whose assertion it carries forward.
     carried_from: int | None = None
+    #: When the version was really written and, once closed, when its knowledge was
+    #: really closed (each the start of that transaction, on the server's clock), beside
+    #: the knowledge times the writers chose: ``known_period.start < recorded_at`` means
+    #: back-dated knowledge. Only :meth:`Facts.history` fills them in (None elsewhere, and
+    #: for versions written before migration 0010).
+    recorded_at: datetime | None = None
+    closed_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Version:
@@ -112,6 +119,8 @@ class Version:
             known_period=Period.from_range(row["known_period"]),
             recorded_by=row["recorded_by"],
             carried_from=row["carried_from"],
+            recorded_at=row.get("recorded_at"),
+            closed_at=row.get("closed_at"),
         )
 
 
@@ -344,11 +353,35 @@ class Facts:
             now=first["answer_present"],
         )
 
+    def settled_knowledge_time(self) -> datetime:
+        """A knowledge time whose answers never change: no write in flight, and no later
+        write, can commit knowledge at or before it. Ask with ``known_at`` at or before it
+        (in a later statement: not inside a REPEATABLE READ transaction begun before the
+        call). Calling it closes knowledge up to the time returned: a later write with an
+        explicit ``known_at`` at or before it raises :class:`KnowledgeTimeInPastError`;
+        writes without ``known_at`` are recorded after it."""
+        with self._atomic() as conn:
+            row = conn.execute("SELECT bitemporal.settled_knowledge_time()").fetchone()
+        assert row is not None
+        settled: datetime = row[0]
+        return settled
+
+    def version(self, version_id: int) -> Version | None:
+        """The version with this id (None if there is none): what an
+        :class:`~bitemporal.Invalidation` names."""
+        with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.version(%s)", (version_id,))
+            row = cur.fetchone()
+            return None if row is None else Version.from_row(row)
+
     def history(self, key: Key) -> list[Version]:
         """Every version of ``key``, superseded ones included, by version id."""
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.history(%s, %s)",
+                f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
+                "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
+                "JOIN bitemporal.fact_version w ON w.version_id = h.version_id AND w.entity = h.entity "
+                "ORDER BY h.version_id",
                 (key.entity, key.attribute),
             )
             return [Version.from_row(row) for row in cur]
