@@ -370,7 +370,7 @@ class Facts:
         """The version with this id (None if there is none): what an
         :class:`~bitemporal.Invalidation` names."""
         with self._reading() as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.version(%s)", (version_id,))
+            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.versions WHERE version_id = %s", (version_id,))
             row = cur.fetchone()
             return None if row is None else Version.from_row(row)
 

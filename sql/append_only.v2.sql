@@ -10,7 +10,7 @@
 --     known period) or the closing of one (at the end): its time is never
 --     earlier than the key's latest knowledge, equal to it only within the
 --     transaction that recorded it, never later than the present, and it
---     becomes the key's latest knowledge: the same rule as bitemporal.lock_key
+--     becomes the key's latest knowledge: the same rule as bitemporal_internal.lock_key
 --     applies to the write functions, now for every INSERT and UPDATE;
 --   * a key's row in bitemporal.fact_key is never known from later than
 --     the present, keeps its key and first knowledge, its latest knowledge
@@ -32,7 +32,7 @@ COMMENT ON COLUMN bitemporal.fact_version.recorded_at IS
 COMMENT ON COLUMN bitemporal.fact_version.closed_at IS
     'When the version''s knowledge was really closed: the start of the closing transaction, forced by a trigger (NULL: still open, or closed before migration 0010). upper(known_period) < closed_at: the writer back-dated the closing.';
 
-CREATE FUNCTION bitemporal.key_guard()
+CREATE FUNCTION bitemporal_internal.key_guard()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -72,17 +72,21 @@ BEGIN
     RETURN NEW;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.key_guard() IS
+COMMENT ON FUNCTION bitemporal_internal.key_guard() IS
     'Trigger on a key table (bitemporal.fact_key, an application table''s <table>_key): refuses DELETE and TRUNCATE, a new key known from later than the present, and any UPDATE other than moving a key''s latest knowledge time forward (to at most the present) by the writing transaction (SQLSTATE BT006).';
 
 CREATE TRIGGER fact_key_append_only
     BEFORE INSERT OR UPDATE OR DELETE ON bitemporal.fact_key
-    FOR EACH ROW EXECUTE FUNCTION bitemporal.key_guard();
+    FOR EACH ROW EXECUTE FUNCTION bitemporal_internal.key_guard();
 CREATE TRIGGER fact_key_no_truncate
     BEFORE TRUNCATE ON bitemporal.fact_key
-    FOR EACH STATEMENT EXECUTE FUNCTION bitemporal.key_guard();
+    FOR EACH STATEMENT EXECUTE FUNCTION bitemporal_internal.key_guard();
+COMMENT ON TRIGGER fact_key_append_only ON bitemporal.fact_key IS
+    'A key''s latest knowledge only moves forward and keys are never deleted: see bitemporal_internal.key_guard().';
+COMMENT ON TRIGGER fact_key_no_truncate ON bitemporal.fact_key IS
+    'Keys are never truncated: see bitemporal_internal.key_guard().';
 
-CREATE FUNCTION bitemporal.fact_version_knowledge()
+CREATE FUNCTION bitemporal_internal.fact_version_knowledge()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -113,7 +117,7 @@ BEGIN
     END IF;
     -- Also for a hand-written row: announced to bitemporal.settled_knowledge_time,
     -- and refused (BT002) at or before the settled knowledge time.
-    PERFORM bitemporal.announce_knowledge(at, false);
+    PERFORM bitemporal_internal.announce_knowledge(at, false);
     SELECT fk.last_known_at, fk.last_txid INTO k
       FROM bitemporal.fact_key fk
      WHERE fk.entity = NEW.entity AND fk.attribute = NEW.attribute;
@@ -139,11 +143,11 @@ BEGIN
     RETURN NEW;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.fact_version_knowledge() IS
+COMMENT ON FUNCTION bitemporal_internal.fact_version_knowledge() IS
     'Trigger: stamps recorded_at on insert and closed_at on closing (forced), and makes every insert and every closing of a version a knowledge event at a time not earlier than the key''s latest knowledge (equal only within the transaction that recorded it), not later than the present, which becomes the key''s latest knowledge (SQLSTATE BT006).';
 
 CREATE TRIGGER fact_version_knowledge
     BEFORE INSERT OR UPDATE ON bitemporal.fact_version
-    FOR EACH ROW EXECUTE FUNCTION bitemporal.fact_version_knowledge();
+    FOR EACH ROW EXECUTE FUNCTION bitemporal_internal.fact_version_knowledge();
 COMMENT ON TRIGGER fact_version_knowledge ON bitemporal.fact_version IS
-    'Knowledge of a key only moves forward, whoever writes: see bitemporal.fact_version_knowledge().';
+    'Knowledge of a key only moves forward, whoever writes: see bitemporal_internal.fact_version_knowledge().';

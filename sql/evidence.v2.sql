@@ -4,11 +4,11 @@
 -- its session ends, but bitemporal.evidence.language (regconfig) records no
 -- dependency on it: a passage indexed with one would make every later search
 -- that reaches it fail ("cache lookup failed for text search configuration"),
--- for every role, for ever. bitemporal.text_search_config (version 1 in
+-- for every role, for ever. bitemporal_internal.text_search_config (version 1 in
 -- evidence.v1.sql) is redefined in place (same signature, same errors) to
 -- refuse such configurations too.
 
-CREATE OR REPLACE FUNCTION bitemporal.text_search_config(name text, errcode text)
+CREATE OR REPLACE FUNCTION bitemporal_internal.text_search_config(name text, errcode text)
 RETURNS regconfig
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -37,5 +37,5 @@ BEGIN
     RETURN config;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.text_search_config(text, text) IS
+COMMENT ON FUNCTION bitemporal_internal.text_search_config(text, text) IS
     'The text search configuration called name, or raises SQLSTATE errcode (BT204 when searching, BT208 when adding evidence) if there is none or it is temporary (in pg_temp: it would vanish with its session and break every search reaching passages indexed with it).';

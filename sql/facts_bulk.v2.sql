@@ -4,7 +4,7 @@
 -- (same signature, same results and errors), changed in one place only: the
 -- transaction time it writes at, and the earliest explicit knowledge time of
 -- the batch, are announced to bitemporal.settled_knowledge_time
--- (settled.v1.sql) before anything is written, as bitemporal.lock_key does.
+-- (settled.v1.sql) before anything is written, as bitemporal_internal.lock_key does.
 -- An explicit knowledge time at or before the settled floor raises BT002 for
 -- the whole batch (not BT301).
 
@@ -64,21 +64,21 @@ BEGIN
       INTO bad_count, bad
       FROM (SELECT q.line, q.problem, row_number() OVER (ORDER BY q.line) AS rank
               FROM (SELECT u.line,
-                           bitemporal.batch_row_problem(u.entity, u.attribute, u.source, u.value,
+                           bitemporal_internal.batch_row_problem(u.entity, u.attribute, u.source, u.value,
                                                         u.valid_from, u.valid_to, u.known_at, present) AS problem
                       FROM unnest(batch) WITH ORDINALITY
                            AS u(entity, attribute, source, value, valid_from, valid_to, known_at, recorded_by, line)
                    ) q
              WHERE q.problem IS NOT NULL) p;
     IF bad_count > 0 THEN
-        PERFORM bitemporal.raise_batch_error(bad_count, bad);
+        PERFORM bitemporal_internal.raise_batch_error(bad_count, bad);
     END IF;
 
     -- Announced to bitemporal.settled_knowledge_time before anything is
     -- written: the transaction time (moved past the settled floor), and the
     -- earliest explicit knowledge time, which covers the batch's others.
-    tx_time := bitemporal.announce_knowledge(tx_time, true);
-    PERFORM bitemporal.announce_knowledge(pg_catalog.min(u.known_at), false)
+    tx_time := bitemporal_internal.announce_knowledge(tx_time, true);
+    PERFORM bitemporal_internal.announce_knowledge(pg_catalog.min(u.known_at), false)
        FROM unnest(batch) AS u(entity, attribute, source, value, valid_from, valid_to, known_at, recorded_by)
       HAVING pg_catalog.min(u.known_at) IS NOT NULL;
 
@@ -102,14 +102,14 @@ BEGIN
       FROM created c;
 
     -- The rows in round order (round n: the n-th row of every key), with
-    -- their normalised valid periods (as bitemporal.valid_period computes
+    -- their normalised valid periods (as bitemporal_internal.valid_period computes
     -- them). Within a round, rows are in key order: versions inserted in
     -- index order keep the GiST index's working set small.
     EXECUTE $q$
         SELECT ARRAY(
             SELECT ROW(s.line, s.round, s.entity, s.attribute, s.source, s.value,
                        tstzrange(CASE WHEN s.valid_from = '-infinity' THEN NULL ELSE s.valid_from END,
-                                 CASE WHEN s.valid_to >= bitemporal.open_end_sentinel() THEN NULL ELSE s.valid_to END,
+                                 CASE WHEN s.valid_to >= bitemporal_internal.open_end_sentinel() THEN NULL ELSE s.valid_to END,
                                  '[)'),
                        s.known_at, s.recorded_by, s.round = 1 AND n.e IS NOT NULL, NULL, NULL, NULL
                    )::bitemporal.batch_item
@@ -153,13 +153,13 @@ BEGIN
                    SELECT fk.last_known_at, fk.last_txid FROM bitemporal.fact_key fk
                     WHERE fk.entity = w.entity AND fk.attribute = w.attribute) k
              CROSS JOIN LATERAL (
-                   -- bitemporal.lock_key's knowledge time.
+                   -- bitemporal_internal.lock_key's knowledge time.
                    SELECT CASE WHEN w.known_at IS NOT NULL THEN w.known_at
                                WHEN k.last_txid = me THEN greatest(tx_time, k.last_known_at)
                                ELSE greatest(tx_time, k.last_known_at + interval '1 microsecond')
                           END AS t) kt
              CROSS JOIN LATERAL (
-                   -- bitemporal.record's no-op test, and bitemporal.cut's view of the
+                   -- bitemporal.record's no-op test, and bitemporal_internal.cut's view of the
                    -- current versions of the key and source overlapping the period:
                    -- those to delete (written by this transaction at the same
                    -- knowledge time), to close, or that make the knowledge time late.
@@ -175,7 +175,7 @@ BEGIN
                      FROM bitemporal.fact_version v
                     WHERE NOT w.fresh  -- a key created by this batch has no versions yet
                       AND v.entity = w.entity AND v.attribute = w.attribute AND v.source = w.source
-                      AND upper_inf(v.known_period) AND v.known_period && bitemporal.batch_still_known()
+                      AND upper_inf(v.known_period) AND v.known_period && bitemporal_internal.batch_still_known()
                       AND v.valid_period && w.valid_period) h),
         x AS MATERIALIZED (
             SELECT a.*, pg_catalog.nextval(ids) AS new_id,
@@ -279,7 +279,7 @@ BEGIN
     END LOOP;
 
     IF bad_count > 0 THEN
-        PERFORM bitemporal.raise_batch_error(
+        PERFORM bitemporal_internal.raise_batch_error(
             bad_count,
             (SELECT jsonb_agg(r.row ORDER BY (r.row ->> 0)::bigint)
                FROM (SELECT b.row FROM jsonb_array_elements(bad) b(row)

@@ -6,10 +6,19 @@
 -- read them. The payload now holds only what names no fact: the version id,
 -- the change (superseded or retracted), the knowledge time and the
 -- superseding version ids. A reader turns an id into its version (key,
--- source, value, periods) with bitemporal.version(version_id), which needs
--- USAGE on the schema and SELECT on the versions, as every read does.
+-- source, value, periods) through the view bitemporal.versions
+-- (WHERE version_id = ...), which needs USAGE on the schema and SELECT on the
+-- view, as every read does.
+--
+-- The channel's name is a constant, bitemporal_invalidation (Python:
+-- bitemporal.CHANNEL): the function that returned it is not API and moves to
+-- bitemporal_internal with the other helpers (surface.v1.sql).
 
-CREATE OR REPLACE FUNCTION bitemporal.fact_version_notify_closed()
+ALTER FUNCTION bitemporal.invalidation_channel() SET SCHEMA bitemporal_internal;
+COMMENT ON FUNCTION bitemporal_internal.invalidation_channel() IS
+    'The NOTIFY channel on which a supersession or retraction is announced at commit (for bitemporal_internal.fact_version_notify_closed): LISTEN bitemporal_invalidation.';
+
+CREATE OR REPLACE FUNCTION bitemporal_internal.fact_version_notify_closed()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -18,7 +27,7 @@ AS $$
 DECLARE
     by_ids bigint[];
 BEGIN
-    -- The rule of bitemporal.superseding_versions, written out here so that
+    -- The rule of bitemporal_internal.superseding_versions, written out here so that
     -- PL/pgSQL keeps its plan: every closed version runs it at commit.
     SELECT coalesce(pg_catalog.array_agg(w.version_id ORDER BY w.version_id), '{}')
       INTO by_ids
@@ -29,25 +38,15 @@ BEGIN
        AND lower(w.known_period) = upper(NEW.known_period)
        AND w.carried_from IS NULL;
     PERFORM pg_catalog.pg_notify(
-        bitemporal.invalidation_channel(),
+        bitemporal_internal.invalidation_channel(),
         pg_catalog.jsonb_build_object(
             'version_id', NEW.version_id,
             'change', CASE WHEN pg_catalog.cardinality(by_ids) > 0 THEN 'superseded' ELSE 'retracted' END,
-            'known_at', bitemporal.iso_time(upper(NEW.known_period)),
+            'known_at', bitemporal_internal.iso_time(upper(NEW.known_period)),
             'by', pg_catalog.to_jsonb(by_ids))::text);
     RETURN NULL;
 END;
 $$;
-REVOKE ALL ON FUNCTION bitemporal.fact_version_notify_closed() FROM PUBLIC;
-COMMENT ON FUNCTION bitemporal.fact_version_notify_closed() IS
-    'Trigger (deferred to commit): announces on bitemporal_invalidation that a version''s knowledge was closed, as JSON with ids, kind and time only: version_id, change (superseded or retracted), known_at and by (the superseding versions). bitemporal.version(version_id) turns an id into its key for a role that may read versions.';
-
-CREATE FUNCTION bitemporal.version(version_id bigint)
-RETURNS SETOF bitemporal.versions
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT v.* FROM bitemporal.versions v WHERE v.version_id = version.version_id
-$$;
-COMMENT ON FUNCTION bitemporal.version(bigint) IS
-    'The version with this id (no row if there is none), with its key, source, value and both periods: what an id in a bitemporal_invalidation notification names. Runs with the caller''s rights: readers may call it, a role with no grant on bitemporal may not.';
+REVOKE ALL ON FUNCTION bitemporal_internal.fact_version_notify_closed() FROM PUBLIC;
+COMMENT ON FUNCTION bitemporal_internal.fact_version_notify_closed() IS
+    'Trigger (deferred to commit): announces on bitemporal_invalidation that a version''s knowledge was closed, as JSON with ids, kind and time only: version_id, change (superseded or retracted), known_at and by (the superseding versions). SELECT ... FROM bitemporal.versions WHERE version_id = ... turns an id into its version for a role that may read versions.';

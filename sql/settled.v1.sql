@@ -7,7 +7,7 @@
 --
 --   * writes announce their knowledge times: before a write uses knowledge
 --     time t, its transaction holds a shared advisory lock whose 64-bit key
---     encodes t (bitemporal.announce_knowledge); pg_locks shows every
+--     encodes t (bitemporal_internal.announce_knowledge); pg_locks shows every
 --     session's locks to every role, unlike pg_stat_activity, and a lock is
 --     released only when the transaction ends (by then its writes are
 --     visible to every later statement);
@@ -40,30 +40,30 @@ CREATE SEQUENCE bitemporal.knowledge_floor AS bigint MINVALUE 0 START WITH 0;
 COMMENT ON SEQUENCE bitemporal.knowledge_floor IS
     'The greatest settled knowledge time handed out (microseconds since 0001-01-01 UTC; 0: none): writes at or before it are refused (known_at given) or moved past it. Maintained by bitemporal.settled_knowledge_time.';
 
-CREATE FUNCTION bitemporal.knowledge_micros(t timestamptz)
+CREATE FUNCTION bitemporal_internal.knowledge_micros(t timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 RETURN (pg_catalog.extract('epoch', t) * 1000000)::bigint + 62135596800000000;
-COMMENT ON FUNCTION bitemporal.knowledge_micros(timestamptz) IS
+COMMENT ON FUNCTION bitemporal_internal.knowledge_micros(timestamptz) IS
     'Microseconds from 0001-01-01 00:00 UTC to t: how knowledge times are kept in bitemporal.knowledge_floor and in the keys of the advisory locks that announce writes.';
 
-CREATE FUNCTION bitemporal.knowledge_from_micros(m bigint)
+CREATE FUNCTION bitemporal_internal.knowledge_from_micros(m bigint)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 RETURN timestamptz '0001-01-01 00:00:00+00' + (m / 1000000) * interval '1 second' + (m % 1000000) * interval '1 microsecond';
-COMMENT ON FUNCTION bitemporal.knowledge_from_micros(bigint) IS
-    'The inverse of bitemporal.knowledge_micros.';
+COMMENT ON FUNCTION bitemporal_internal.knowledge_from_micros(bigint) IS
+    'The inverse of bitemporal_internal.knowledge_micros.';
 
-CREATE FUNCTION bitemporal.announce_knowledge(t timestamptz, movable boolean)
+CREATE FUNCTION bitemporal_internal.announce_knowledge(t timestamptz, movable boolean)
 RETURNS timestamptz
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    m      bigint := bitemporal.knowledge_micros(t);
+    m      bigint := bitemporal_internal.knowledge_micros(t);
     held   text := pg_catalog.current_setting('bitemporal.announced_knowledge', true);
     floor_ bigint;
 BEGIN
@@ -78,20 +78,20 @@ BEGIN
         EXIT WHEN m > floor_;
         IF NOT movable THEN
             RAISE EXCEPTION 'knowledge time % is not later than the settled knowledge time %',
-                    t, bitemporal.knowledge_from_micros(floor_)
+                    t, bitemporal_internal.knowledge_from_micros(floor_)
                 USING ERRCODE = 'BT002',
                       HINT = 'Answers up to bitemporal.settled_knowledge_time() never change: knowledge is recorded after it. Omit known_at to use the transaction time.';
         END IF;
         m := floor_ + 1;
-        t := bitemporal.knowledge_from_micros(m);
+        t := bitemporal_internal.knowledge_from_micros(m);
     END LOOP;
     -- Transaction-local: undone with the (sub)transaction that took the lock.
     PERFORM pg_catalog.set_config('bitemporal.announced_knowledge', m::text, true);
     RETURN t;
 END;
 $$;
-REVOKE ALL ON FUNCTION bitemporal.announce_knowledge(timestamptz, boolean) FROM PUBLIC;
-COMMENT ON FUNCTION bitemporal.announce_knowledge(timestamptz, boolean) IS
+REVOKE ALL ON FUNCTION bitemporal_internal.announce_knowledge(timestamptz, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION bitemporal_internal.announce_knowledge(timestamptz, boolean) IS
     'Called by the write path before it writes at knowledge time t: announces t (a transaction-scoped shared advisory lock, unless an earlier time is already announced) and returns it, or, if t is not later than bitemporal.knowledge_floor, raises BT002 (movable false: known_at was given) or returns the first instant after the floor (movable true: the transaction time).';
 
 CREATE FUNCTION bitemporal.settled_knowledge_time()
@@ -111,8 +111,8 @@ BEGIN
     BEGIN
         SELECT s.last_value INTO previous FROM bitemporal.knowledge_floor s;
         c := pg_catalog.clock_timestamp();
-        IF bitemporal.knowledge_micros(c) > previous THEN
-            PERFORM pg_catalog.setval('bitemporal.knowledge_floor', bitemporal.knowledge_micros(c));
+        IF bitemporal_internal.knowledge_micros(c) > previous THEN
+            PERFORM pg_catalog.setval('bitemporal.knowledge_floor', bitemporal_internal.knowledge_micros(c));
         END IF;
         SELECT pg_catalog.min(k.key & ((1::bigint << 59) - 1)) INTO lowest
           FROM pg_catalog.pg_locks l,
@@ -120,15 +120,15 @@ BEGIN
          WHERE l.locktype = 'advisory' AND l.objsubid = 1
            AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
            AND k.key >> 59 = 5;
-        settled := least(c, bitemporal.knowledge_from_micros(lowest) - interval '1 microsecond');
+        settled := least(c, bitemporal_internal.knowledge_from_micros(lowest) - interval '1 microsecond');
         PERFORM pg_catalog.setval('bitemporal.knowledge_floor',
-                                  greatest(previous, bitemporal.knowledge_micros(settled)));
+                                  greatest(previous, bitemporal_internal.knowledge_micros(settled)));
         PERFORM pg_catalog.pg_advisory_unlock(turn);
     EXCEPTION WHEN OTHERS THEN
         PERFORM pg_catalog.pg_advisory_unlock(turn);
         RAISE;
     END;
-    RETURN greatest(settled, bitemporal.knowledge_from_micros(previous));
+    RETURN greatest(settled, bitemporal_internal.knowledge_from_micros(previous));
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.settled_knowledge_time()

@@ -7,13 +7,13 @@
 -- Python read of the key fail. Every jsonb column of bitemporal.fact_version
 -- and of every application table (enable_table) is checked when a row is
 -- inserted, by the BEFORE INSERT trigger both already share
--- (bitemporal.fact_version_stamp_insert, redefined in place in
+-- (bitemporal_internal.fact_version_stamp_insert, redefined in place in
 -- table_knowledge.v1.sql), so record(), record_many(), the generated
 -- <table>_record() functions and hand-written INSERTs all refuse such values
 -- with BT007; so does an artifact's detail (bitemporal.record_artifact).
 -- Size is not limited beyond PostgreSQL's own (jsonb values up to 255 MB).
 
-CREATE FUNCTION bitemporal.check_json_value(what text, value jsonb)
+CREATE FUNCTION bitemporal_internal.check_json_value(what text, value jsonb)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -33,25 +33,25 @@ BEGIN
     END IF;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.check_json_value(text, jsonb) IS
+COMMENT ON FUNCTION bitemporal_internal.check_json_value(text, jsonb) IS
     'Raises BT007 if a JSON value nests arrays and objects more than 256 deep or holds a number whose integer part has more than 4300 digits (what Python can read back); NULL passes.';
 
 -- Artifacts' detail (provenance.v1.sql) is read back by Python too.
-CREATE FUNCTION bitemporal.artifact_detail_check()
+CREATE FUNCTION bitemporal_internal.artifact_detail_check()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM bitemporal.check_json_value('detail', NEW.detail);
+    PERFORM bitemporal_internal.check_json_value('detail', NEW.detail);
     RETURN NEW;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.artifact_detail_check() IS
-    'Trigger: refuses an artifact detail Python cannot read back (bitemporal.check_json_value, BT007).';
+COMMENT ON FUNCTION bitemporal_internal.artifact_detail_check() IS
+    'Trigger: refuses an artifact detail Python cannot read back (bitemporal_internal.check_json_value, BT007).';
 
 CREATE TRIGGER artifact_detail_check
     BEFORE INSERT OR UPDATE OF detail ON bitemporal.artifact
-    FOR EACH ROW EXECUTE FUNCTION bitemporal.artifact_detail_check();
+    FOR EACH ROW EXECUTE FUNCTION bitemporal_internal.artifact_detail_check();
 COMMENT ON TRIGGER artifact_detail_check ON bitemporal.artifact IS
-    'Artifact details are held to what Python can read back: see bitemporal.check_json_value.';
+    'Artifact details are held to what Python can read back: see bitemporal_internal.check_json_value.';

@@ -279,7 +279,7 @@ def test_the_channel_tells_a_stranger_ids_only_and_a_reader_resolves_them(
             assert payload["version_id"] == first.version_id and payload["change"] == "superseded"
             assert "secret" not in note.payload
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                listener.execute("SELECT * FROM bitemporal.version(%s)", (first.version_id,))
+                listener.execute("SELECT * FROM bitemporal.versions WHERE version_id = %s", (first.version_id,))
         with psycopg.connect(database_url, user=reader, autocommit=True) as conn:
             resolved = Store(conn).facts.version(Invalidation.from_payload(note.payload).version_id)
             assert resolved is not None
