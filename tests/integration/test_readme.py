@@ -102,7 +102,7 @@ def test_psql_examples_mean_the_same_instants_in_any_session_time_zone(
         migrate_database(url)
         out = psql(url, "\n".join(b for s in WRITING_SECTIONS for b in blocks("sql", s)), time_zone=zone)
         assert "supported" in out
-        with bitemporal.connect(url, upgrade=False) as store:
+        with bitemporal.connect(url) as store:
             seen[zone] = {
                 "history": [(v.source, v.value, v.valid_period)
                             for k in keys for v in store.facts.history(k)],
