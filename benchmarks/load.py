@@ -34,10 +34,6 @@ from bitemporal.formatting import format_table
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-SETTLED = """SELECT least(now(), min(xact_start)) FROM pg_stat_activity
-              WHERE datname = current_database() AND pid <> pg_backend_pid()"""
-
-
 @dataclass
 class Tally:
     latencies_ms: list[float] = field(default_factory=list)
@@ -87,11 +83,8 @@ def _reader(url: str, keys: list[Key], stop: threading.Event, seed: int, tally: 
         while not stop.is_set():
             key = rng.choice(keys)
             valid_at = DAY0 + timedelta(days=rng.uniform(0, 90))
-            # Knowledge time is the writing transaction's start, so an answer is
-            # final only for knowledge times before every running transaction began.
-            settled = conn.execute(SETTLED).fetchone()
-            assert settled is not None
-            known_at = settled[0] - timedelta(milliseconds=rng.uniform(0, 500))
+            # Answers at or before the settled knowledge time never change.
+            known_at = store.facts.settled_knowledge_time() - timedelta(milliseconds=rng.uniform(0, 500))
             began = time.perf_counter()
             try:
                 answer = store.facts.resolve(key, valid_at=valid_at, known_at=known_at)

@@ -213,11 +213,35 @@ class Facts:
             now=first["answer_present"],
         )
 
+    def settled_knowledge_time(self) -> datetime:
+        """A knowledge time whose answers never change: no write in flight, and no later
+        write, can commit knowledge at or before it. Ask with ``known_at`` at or before it
+        (in a later statement: not inside a REPEATABLE READ transaction begun before the
+        call). Calling it closes knowledge up to the time returned: a later write with an
+        explicit ``known_at`` at or before it raises :class:`KnowledgeTimeInPastError`;
+        writes without ``known_at`` are recorded after it."""
+        with self._atomic() as conn, cursor(conn) as cur:
+            row = cur.execute("SELECT bitemporal.settled_knowledge_time()").fetchone()
+        assert row is not None
+        settled: datetime = row[0]
+        return settled
+
+    def version(self, version_id: int) -> Version | None:
+        """The version with this id (None if there is none): what an
+        :class:`~bitemporal.Invalidation` names."""
+        with self._reading() as conn, cursor(conn, dict_row) as cur:
+            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.versions WHERE version_id = %s", (version_id,))
+            row = cur.fetchone()
+            return None if row is None else Version.from_row(row)
+
     def history(self, key: Key) -> list[Version]:
         """Every version of ``key``, superseded ones included, by version id."""
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.history(%s, %s)",
+                f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
+                "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
+                "JOIN bitemporal.fact_version w ON w.version_id = h.version_id AND w.entity = h.entity "
+                "ORDER BY h.version_id",
                 (key.entity, key.attribute),
             )
             return [Version.from_row(row) for row in cur]

@@ -83,6 +83,9 @@ fact_version = Table(
     Column("recorded_by", Text),
     Column("carried_from", BigInteger),
     Column("recorded_in", Xid8, nullable=False, server_default=text("pg_current_xact_id()")),
+    # Forced by a trigger (migration 0010): when the version was really written, and closed.
+    Column("recorded_at", TSTZ),
+    Column("closed_at", TSTZ),
     PrimaryKeyConstraint("version_id", name="fact_version_pkey"),
     ForeignKeyConstraint(["entity", "attribute"], ["bitemporal.fact_key.entity", "bitemporal.fact_key.attribute"],
                          name="fact_version_key_fkey"),

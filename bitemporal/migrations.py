@@ -98,7 +98,8 @@ def previous_definition(filename: str, function: str) -> str:
     file defines it: what a migration that redefined the function restores on downgrade."""
     text_ = sql_text(filename)
     found = re.search(
-        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(function)}\(.*?^COMMENT ON FUNCTION {re.escape(function)}\(.*?';$",
+        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(function)}\(.*?"
+        rf"^COMMENT ON FUNCTION {re.escape(function)}\(.*?';$",
         text_,
         re.MULTILINE | re.DOTALL,
     )

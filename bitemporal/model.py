@@ -96,6 +96,13 @@ class Version:
     #: For a remainder re-recorded when a later write cut an older version:
     #: the version whose assertion it carries forward.
     carried_from: int | None = None
+    #: When the version was really written and, once closed, when its knowledge was
+    #: really closed (each the start of that transaction, on the server's clock), beside
+    #: the knowledge times the writers chose: ``known_period.start < recorded_at`` means
+    #: back-dated knowledge. Only :meth:`Facts.history` fills them in (None elsewhere, and
+    #: for versions written before migration 0010).
+    recorded_at: datetime | None = None
+    closed_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Version:
@@ -108,6 +115,8 @@ class Version:
             known_period=Period.from_range(row["known_period"]),
             recorded_by=row["recorded_by"],
             carried_from=row["carried_from"],
+            recorded_at=row.get("recorded_at"),
+            closed_at=row.get("closed_at"),
         )
 
 

@@ -15,10 +15,12 @@ rebuilt or thrown away.
 
 Live: a transaction that closes a version's knowledge (a supersession or a
 retraction) sends, when it commits, a ``NOTIFY`` on :data:`CHANNEL`
-(``bitemporal_invalidation``) whose payload is JSON naming the key, the
-source, the version, the change and the knowledge time;
-:meth:`Invalidation.from_payload` parses it and :meth:`Provenance.dependents`
-lists the artifacts to rebuild. The SQL side is ``sql/provenance.v1.sql``.
+(``bitemporal_invalidation``) whose payload is JSON with ids, kind and time
+only (the version, the change, the knowledge time, the superseding versions:
+any role that may connect may listen, so it names no fact);
+:meth:`Invalidation.from_payload` parses it, :meth:`~bitemporal.Facts.version`
+turns the id into its key for a role that may read, and
+:meth:`Provenance.dependents` lists the artifacts to rebuild. The SQL side is ``sql/provenance.v1.sql``.
 """
 
 from __future__ import annotations
@@ -114,32 +116,27 @@ class InvalidationChange(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Invalidation:
-    """A notification on :data:`CHANNEL`: a version's knowledge was closed."""
+    """A notification on :data:`CHANNEL`: a version's knowledge was closed.
+
+    It carries ids only; ``store.facts.version(version_id)`` gives the version (key,
+    source, value) to a role that may read versions."""
 
     version_id: int
     change: InvalidationChange
     known_at: datetime
     #: The superseding versions (empty for a retraction).
     by: tuple[int, ...]
-    #: None only when the payload had to be truncated (keys of several kilobytes).
-    key: Key | None
-    source: str | None
 
     @classmethod
     def from_payload(cls, payload: str) -> Invalidation:
         """Parse the JSON payload of a notification."""
         data = json.loads(payload)
-        truncated = data.get("truncated", False)
         return cls(
             version_id=data["version_id"],
             change=InvalidationChange(data["change"]),
             known_at=datetime.fromisoformat(data["known_at"]),
             by=tuple(data["by"]),
-            key=None if truncated else Key(data["entity"], data["attribute"]),
-            source=None if truncated else data["source"],
         )
-
-
 
 
 def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:

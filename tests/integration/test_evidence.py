@@ -235,3 +235,23 @@ def test_vector_retrieval_reports_clearly_where_it_cannot_work(store: Store, ser
         assert f"PostgreSQL {server_version}" in str(caught.value) and "pgvector" in str(caught.value)
         assert "full-text search" in (caught.value.hint or "")
     assert store.evidence.vector_dimensions() is None
+
+
+@pytest.mark.parametrize("name", ["pg_temp.bt_evil", "PG_TEMP.bt_evil"])
+def test_a_temporary_text_search_configuration_is_refused(
+    store: Store, key: Key, connect: Any, name: str
+) -> None:
+    """A passage indexed with a configuration in the writer's pg_temp would break every later
+    search reaching it, for every session, once the writer disconnects."""
+    version = store.facts.record(key, 80, source="policy").version_id
+    writer_conn = connect()
+    writer_conn.execute("CREATE TEXT SEARCH CONFIGURATION pg_temp.bt_evil (COPY = pg_catalog.simple)")
+    writer = Store(writer_conn)
+    with pytest.raises(InvalidEvidenceError, match="temporary"):
+        writer.evidence.add(version, "attachments up to 80 MB", language=name)
+    writer_conn.close()
+    assert store.evidence.passages(version) == []
+    # Another session's searches keep working.
+    other = Store(connect())
+    other.evidence.add(version, "attachments up to 80 MB")
+    assert [h.version.version_id for h in other.evidence.search("attachments", key=key)] == [version]

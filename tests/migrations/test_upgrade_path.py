@@ -95,3 +95,45 @@ def test_upgrading_from_0008_gives_the_schema_of_a_new_database(make_database: A
     assert catalog(upgraded) == catalog(reference)
     with psycopg.connect(upgraded) as a:
         assert a.execute(GENERATED).fetchall() == at_0008
+
+
+# An application table's triggers (its key table's included): which function each runs.
+APP_TRIGGERS = """
+    SELECT c.relname, t.tgname, pg_get_triggerdef(t.oid), obj_description(t.oid, 'pg_trigger')
+      FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+     WHERE c.relnamespace = 'app'::regnamespace AND NOT t.tgisinternal ORDER BY 1, 2"""
+
+
+def test_upgrading_from_0009_gives_the_schema_of_a_new_database(make_database: Any) -> None:
+    """Migration 0010 redefines helpers 0009 moved and guards every key table: a database
+    upgraded from 0009, with a table made bitemporal before, ends up exactly like one
+    migrated from scratch, and its downgrade gives 0009's schema back."""
+    upgraded, fresh = make_database(), make_database()
+    migrations.migrate(upgraded, "0009")
+    _application_table(upgraded)
+    with psycopg.connect(upgraded, autocommit=True) as conn:
+        conn.execute("SELECT app.price_record('A', 1)")
+        at_0009 = conn.execute(GENERATED).fetchall(), conn.execute(APP_TRIGGERS).fetchall()
+    migrations.migrate(upgraded)
+    migrations.migrate(fresh)
+    _application_table(fresh)
+    assert catalog(upgraded) == catalog(fresh)
+    with psycopg.connect(upgraded, autocommit=True) as a, psycopg.connect(fresh) as b:
+        assert a.execute(GENERATED).fetchall() == b.execute(GENERATED).fetchall()
+        assert a.execute(APP_TRIGGERS).fetchall() == b.execute(APP_TRIGGERS).fetchall()
+        # The table made bitemporal before 0010 has its key table guarded too.
+        assert {r[1] for r in a.execute(APP_TRIGGERS) if r[0] == "price_key"} == {
+            "bitemporal_append_only", "bitemporal_no_truncate"}
+        with pytest.raises(psycopg.Error) as caught:
+            a.execute("UPDATE app.price_key SET last_known_at = '2001-01-01Z'")
+        assert caught.value.sqlstate == "BT006"
+        a.execute("SELECT app.price_record('A', 2)")
+        assert a.execute("SELECT amount FROM app.price_as_of() WHERE sku = 'A'").fetchall() == [(2,)]
+    # And back: 0009's schema, generated functions and triggers, exactly.
+    migrations.downgrade(upgraded, "0009")
+    reference = make_database()
+    migrations.migrate(reference, "0009")
+    _application_table(reference)
+    assert catalog(upgraded) == catalog(reference)
+    with psycopg.connect(upgraded) as a:
+        assert (a.execute(GENERATED).fetchall(), a.execute(APP_TRIGGERS).fetchall()) == at_0009
