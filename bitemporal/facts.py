@@ -9,6 +9,7 @@ answers.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from psycopg.rows import dict_row
