@@ -1,7 +1,7 @@
 """The exceptions bitemporal raises: one hierarchy rooted in :class:`BitemporalError`.
 
-Errors raised by the SQL functions carry a SQLSTATE of class ``BT`` (see the
-README's table); :func:`translate` maps a psycopg error to the class declaring
+Errors raised by the SQL functions carry a SQLSTATE of class ``BT`` (see
+docs/errors.md); :func:`translate` maps a psycopg error to the class declaring
 that ``sqlstate``. Errors that Python can see before talking to the database
 (a naive ``datetime``, a value JSON cannot encode) are raised without a round
 trip, with the same classes.
