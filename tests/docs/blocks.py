@@ -1,4 +1,5 @@
-"""The fenced code blocks of README.md and docs/**/*.md, with the hidden directives around them.
+"""The fenced code blocks of README.md, docs/**/*.md and benchmarks/README.md, with the
+hidden directives around them.
 
 A block is run by tests/docs/test_code_blocks.py according to its language, unless an HTML
 comment (invisible on GitHub and on the site) on the lines just before its fence says otherwise:
@@ -53,7 +54,12 @@ class Block:
 
 
 def pages() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    """README.md, docs/, and benchmarks/README.md (published as the site's benchmarks page)."""
+    return [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        ROOT / "benchmarks" / "README.md",
+    ]
 
 
 def _comment(lines: list[str], start: int) -> tuple[str, int]:
