@@ -1,4 +1,4 @@
-"""Every fenced code block of README.md, docs/ and benchmarks/README.md runs here, so the docs cannot drift.
+"""Every fenced code block of README.md, docs/ and benchmarks/README.md runs here: no drift.
 
 Blocks are found by tests/docs/blocks.py, whose docstring gives the hidden-comment conventions
 (skip and output markers, setup and check code). Each page runs in its own freshly migrated
