@@ -242,7 +242,7 @@ def parser() -> argparse.ArgumentParser:
     db = commands.add_parser("db", help="migrate the database schema")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     partitions_help = ("hash-partition the version table by entity into N partitions "
-                       "(applied by migration 0008; see README, Partitioned layout)")
+                       "(applied by migration 0008; see docs/operations.md, Partitioned layout)")
     upgrade = db_commands.add_parser("upgrade", help="upgrade to a revision (default head)")
     upgrade.add_argument("revision", nargs="?", default="head")
     upgrade.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)

@@ -1,7 +1,7 @@
 """The exceptions bitemporal raises: one hierarchy rooted in :class:`BitemporalError`.
 
-Errors raised by the SQL functions carry a SQLSTATE of class ``BT`` (see the
-README's table); :func:`translate` maps a psycopg error to the class declaring
+Errors raised by the SQL functions carry a SQLSTATE of class ``BT`` (see
+docs/errors.md); :func:`translate` maps a psycopg error to the class declaring
 that ``sqlstate``. Errors that Python can see before talking to the database
 (a naive ``datetime``, a value JSON cannot encode) are raised without a round
 trip, with the same classes.
@@ -37,31 +37,49 @@ class BitemporalError(Exception):
 
 
 class InvalidInputError(BitemporalError, ValueError):
-    """An argument is malformed; nothing was written."""
+    """An argument is malformed; nothing was written.
+
+    A string argument (key part, value, ``recorded_by``, item id, passage, artifact kind or
+    ref, table name or column value) with a NUL character or a lone surrogate (not Unicode,
+    no UTF-8 form) is refused before the database, with the argument's own class (e.g.
+    :class:`InvalidKeyError`)."""
 
 
 class InvalidPeriodError(InvalidInputError):
-    """A period is empty, inverted or starts/ends at the wrong infinity."""
+    """A period is empty, inverted or starts/ends at the wrong infinity: an empty or
+    inverted valid period; a period starting at ``infinity`` or ending at ``-infinity``; an
+    infinite question or knowledge time; a finite time outside [0001-01-02, 9999-12-30) UTC
+    (which Python cannot represent); an inverted or empty ``changes`` window."""
 
     sqlstate = "BT001"
 
 
 class NaiveDatetimeError(InvalidInputError, TypeError):
-    """A ``datetime`` without a time zone: which instant it means is unknown."""
+    """A naive ``datetime`` (without a time zone): which instant it means is unknown.
+    Refused before the database."""
 
 
 class InvalidTimeError(InvalidInputError, TypeError):
-    """A time argument is neither an aware ``datetime`` nor a ``date``."""
+    """A time argument is neither an aware ``datetime`` nor a ``date``. Refused before the
+    database."""
 
 
 class InvalidKeyError(InvalidInputError):
-    """An entity, attribute or source is empty, too long or not text."""
+    """An entity, attribute or source is empty, longer than 1024 bytes, contains NUL, or is
+    not text."""
 
     sqlstate = "BT005"
 
 
 class InvalidValueError(InvalidInputError):
-    """A value is null or cannot be stored as JSON."""
+    """A value is null (SQL ``NULL`` or JSON ``null``) or cannot be stored: a value JSON
+    cannot encode (NaN, sets, objects, nesting too deep); a value with a ``\\u0000``
+    character, which jsonb cannot store (SQLSTATE 22P05); an application table's column value
+    PostgreSQL refuses (malformed, out of range, the table's own NOT NULL or CHECK: class 22,
+    23502, 23514); a JSON value (of a fact, of an application table's ``jsonb`` column, or an
+    artifact's ``detail``, however written, a hand-written ``INSERT`` included) nesting arrays
+    and objects more than 256 deep, or holding a number of magnitude 10^4300 or more (over 4300
+    integer digits, what Python can read back)."""
 
     sqlstate = "BT007"
 
@@ -77,31 +95,39 @@ class KnowledgeTimeError(BitemporalError):
 
 
 class KnowledgeTimeInPastError(KnowledgeTimeError):
-    """Knowledge time not later than knowledge already recorded for the key."""
+    """An explicit knowledge time not later than knowledge already recorded for the key, or
+    not later than the settled knowledge time (``settled_knowledge_time()``)."""
 
     sqlstate = "BT002"
 
 
 class KnowledgeTimeInFutureError(KnowledgeTimeError):
-    """Knowledge time later than the database's present."""
+    """A knowledge time later than the database's present (writes), or ``known_at`` later
+    than ``now`` (questions); a derivation or retirement time later than the present; a
+    search with ``known_at`` later than now."""
 
     sqlstate = "BT003"
 
 
 class UnknownKeyError(BitemporalError, LookupError):
-    """Nothing was ever recorded for the key (often a misspelling)."""
+    """Nothing was ever recorded for the key (often a misspelling): ``resolve``,
+    ``history`` or ``retract`` of such a key."""
 
     sqlstate = "BT004"
 
 
 class AppendOnlyError(BitemporalError):
-    """An attempt to delete or rewrite committed history."""
+    """An attempt to delete or rewrite committed history: ``DELETE``, ``TRUNCATE`` or
+    ``UPDATE`` of committed history (anything but closing an open known period once); a
+    version inserted or closed by hand before its key's latest knowledge or after the
+    present; moving ``fact_key.last_known_at`` back, or deleting a key."""
 
     sqlstate = "BT006"
 
 
 class PermissionDeniedError(BitemporalError, PermissionError):
-    """The database role lacks the privilege (SQLSTATE 42501): grant it a bitemporal role."""
+    """The database role lacks the privilege (SQLSTATE 42501; see Roles): grant it a
+    bitemporal role."""
 
     sqlstate = "42501"
     default_hint = "grant the role bitemporal_reader, bitemporal_writer or bitemporal_auditor"
@@ -147,14 +173,18 @@ class QueryCanceledError(TransientError):
 
 class ConnectionLostError(TransientError):
     """The connection to the database was lost: the server shut it down
-    (``pg_terminate_backend``, a restart: 57P01-57P03) or the network failed (class 08)."""
+    (``pg_terminate_backend``, a restart: 57P01-57P03) or the network failed (class 08, or
+    no SQLSTATE at all: the driver's own)."""
 
     sqlstate = "57P01"
     default_hint = "reconnect and retry"
 
 
 class SchemaNotMigratedError(ConfigurationError):
-    """The database lacks the bitemporal schema: run ``bitemporal db upgrade``."""
+    """The database lacks the bitemporal schema: run ``bitemporal db upgrade``. Told by the
+    statement itself naming a schema or function that does not exist (SQLSTATE 3F000 or
+    42883 with no CONTEXT): the same SQLSTATE raised inside a function is no migration
+    problem."""
 
 
 # Working memory (bitemporal.decay, sql/decay.v1.sql): SQLSTATEs BT101 onwards.
@@ -196,8 +226,8 @@ class UnknownNamespaceError(BitemporalError, LookupError):
 
 
 class UnknownItemError(BitemporalError, LookupError):
-    """The item was never registered in the namespace (BT106). Recall of an unknown
-    item is not an error: it returns False."""
+    """The item was never registered in the namespace (BT106): its retention or stability
+    was asked. Recall of an unknown item is not an error: it returns False."""
 
     sqlstate = "BT106"
 
@@ -222,20 +252,22 @@ class VectorNotEnabledError(BitemporalError):
 
 class EmbeddingError(InvalidInputError):
     """An embedding has the wrong number of dimensions, non-finite numbers or only
-    zeros, or vector retrieval is enabled with other dimensions (BT203)."""
+    zeros, or vector retrieval is enabled with other dimensions than enabled, or outside
+    1..16000 (BT203)."""
 
     sqlstate = "BT203"
 
 
 class InvalidSearchError(InvalidInputError):
     """Search arguments are malformed: a negative limit, a non-finite or duplicated
-    relevance score, an unknown text search configuration (BT204)."""
+    relevance score, score and id arrays of different lengths, an unknown or temporary text
+    search configuration (BT204)."""
 
     sqlstate = "BT204"
 
 
 class UnknownVersionError(BitemporalError, LookupError):
-    """No fact version has that id (BT205)."""
+    """No fact version has that id (BT205): evidence or artifact inputs naming it."""
 
     sqlstate = "BT205"
 
@@ -248,14 +280,16 @@ class UnknownArtifactError(BitemporalError, LookupError):
 
 class InvalidArtifactError(InvalidInputError):
     """An artifact has an empty kind or ref, no inputs, or a derivation time earlier
-    than one of its inputs or than the artifact it replaces (BT207)."""
+    than one of its inputs or than the artifact it replaces, or it is retired before it was
+    derived (BT207)."""
 
     sqlstate = "BT207"
 
 
 class InvalidEvidenceError(InvalidInputError):
-    """A passage is blank, a document reference empty, or the text search
-    configuration unknown (BT208)."""
+    """A passage is blank, a document reference empty, or the text search configuration
+    unknown or in a temporary schema (``pg_temp``: it would vanish with its session and break
+    every search reaching the passage) (BT208)."""
 
     sqlstate = "BT208"
 
@@ -333,8 +367,9 @@ class UnknownTableError(BitemporalError, LookupError):
 
 class TableDefinitionError(InvalidInputError):
     """A table cannot be made bitemporal (or back) as asked, for the reason given (BT402):
-    e.g. a reserved column name, a unique constraint that versions would break, or
-    history that going back would lose."""
+    a reserved column name, a unique constraint that versions would break, a null or
+    repeated key, a name too long, a column type without equality, a caller who does not own
+    the table, or history that going back would lose."""
 
     sqlstate = "BT402"
 
@@ -364,7 +399,8 @@ class DowngradeWouldLoseDataError(MigrationError):
     evidence, artifacts, ...). Refused unless forced: ``bitemporal db downgrade REVISION
     --force`` or ``bitemporal.downgrade(url, revision, force=True)``.
 
-    ``tables`` maps each table that would be dropped to its row count.
+    Refused before anything is dropped; ``tables`` maps each table that would be dropped to
+    its row count.
     """
 
     def __init__(self, message: str, *, hint: str | None = None, tables: dict[str, int] | None = None) -> None:

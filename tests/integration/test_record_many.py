@@ -14,7 +14,6 @@ results, and fail on the same first row with the same SQLSTATE.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 import uuid
@@ -42,7 +41,6 @@ from bitemporal import (
     Store,
     UnknownKeyError,
     cli,
-    migrations,
 )
 
 #: Valid-time edges: the first of January to May 2026 (bound 0: open start, 6: open end).
@@ -590,26 +588,3 @@ def test_rows_are_checked_like_record(store: Store, key: Key) -> None:
     assert "\\u0000" in reasons[3] and "NUL" in reasons[4]
     with pytest.raises(InvalidInputError):
         store.facts.record_many([], max_errors=0)
-
-
-# -- the README -----------------------------------------------------------------------------
-
-
-def test_readme_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The "Bulk ingestion" section's Python and SQL run as written."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Bulk ingestion\n", 1)[1].split("\n## ", 1)[0]
-    python = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    sql_blocks = re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
-    assert len(python) == 1 and len(sql_blocks) == 1
-    monkeypatch.setenv("BITEMPORAL_DATABASE_URL", empty_database_url)
-    migrations.migrate()  # deployed first (`bitemporal db upgrade`): connect() does not migrate
-    namespace: dict[str, Any] = {}
-    exec(compile(python[0], "README.md", "exec"), namespace)  # noqa: S102 - our own README
-    assert [r.created for r in namespace["results"]] == [True, True, True]
-    assert [line for line, _ in namespace["bad"]] == [1, 2]
-    namespace["store"].close()
-    with psycopg.connect(empty_database_url) as conn:
-        rows = conn.execute(sql_blocks[0]).fetchall()
-    assert [(line, created) for line, _, created, _, _ in rows] == [(1, False), (2, False)]
-

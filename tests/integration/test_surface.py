@@ -8,14 +8,14 @@ from pathlib import Path
 
 import psycopg
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PSQL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "psql.md"
 MAX_FUNCTIONS = 45
 
 
 def sql_api_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    found = re.search(r"^## SQL API\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
-    assert found, "README.md has no '## SQL API' section"
+    text = PSQL_PAGE.read_text(encoding="utf-8")
+    found = re.search(r"^## SQL API\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    assert found, "docs/psql.md has no '## SQL API' section"
     return found[1]
 
 
