@@ -66,14 +66,14 @@ class _Registry:
     the indexes the library created on them."""
 
     def __init__(self, connection: Connection) -> None:
-        self.tables: set[Name] = set()
+        self.tables: dict[Name, tuple[str, ...]] = {}  # their key columns
         self.key_tables: set[Name] = set()
         self.managed_indexes: set[tuple[str, str, str]] = set()
         if connection.execute(text("SELECT to_regclass('bitemporal.app_table')")).scalar() is None:
             return
-        for schema, table, key_table in connection.execute(
-                text("SELECT table_schema, table_name, key_table FROM bitemporal.app_table")):
-            self.tables.add((schema, table))
+        for schema, table, key_table, key in connection.execute(
+                text("SELECT table_schema, table_name, key_table, key_columns FROM bitemporal.app_table")):
+            self.tables[(schema, table)] = tuple(key)
             self.key_tables.add((schema, key_table))
         # Every index the library creates on a table is over, or filtered by, known_period.
         for schema, table, index in connection.execute(text(
@@ -112,12 +112,14 @@ def _subclasses(cls: type) -> Iterator[type]:
         yield from _subclasses(sub)
 
 
-def _is_version_part(item: Any) -> bool:
-    """A column or constraint of the mixin's version columns, which enable_table creates."""
+def _is_version_part(item: Any, table: str) -> bool:
+    """A column or constraint that enable_table creates: a version column, or a constraint
+    over one or named as enable_table names them."""
     if isinstance(item, Column):
         return item.name in VERSION_COLUMNS
     if isinstance(item, Constraint):
-        return any(c.name in VERSION_COLUMNS for c in getattr(item, "columns", ()))
+        return (item.name in {table + s for s in _MANAGED_CONSTRAINTS}
+                or any(c.name in VERSION_COLUMNS for c in getattr(item, "columns", ())))
     return False
 
 
@@ -160,8 +162,15 @@ def _rewrite(autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schem
         key = key_of(op_schema, table) if table is not None else None
         if isinstance(op, ops.CreateTableOp) and key is not None:
             # Columns and table constraints, as op.create_table takes them.
-            parts: list[Any] = [c for c in op.columns if not _is_version_part(c)]
+            parts: list[Any] = [c for c in op.columns if not _is_version_part(c, op.table_name)]
             rewritten.append(CreateBitemporalTableOp(op.table_name, parts, key=key, schema=op.schema, **op.kw))
+        elif isinstance(op, ops.DropTableOp) and (schema, op.table_name) in registry.tables:
+            # The model is gone: drop the table with its key table and functions.
+            dropped = DropBitemporalTableOp(op.table_name, schema=op.schema)
+            reflected: list[Any] = [c for c in op.reverse().columns if not _is_version_part(c, op.table_name)]
+            dropped.recreate = CreateBitemporalTableOp(
+                op.table_name, reflected, key=registry.tables[(schema, op.table_name)], schema=op.schema)
+            rewritten.append(dropped)
         elif isinstance(op, ops.ModifyTableOps) and (schema, op.table_name) in registry.tables:
             kept = [o for o in op.ops if not _managed(o, schema, op.table_name, registry)]
             if any(_column_name(o) is not None for o in kept):
@@ -200,7 +209,7 @@ def _render_create(autogen_context: AutogenContext, op: CreateBitemporalTableOp)
     created = render_op_text(autogen_context, ops.CreateTableOp(
         op.table_name, op.columns, schema=op.schema, **op.kw))
     head, _, rest = created.partition("create_table(")
-    return f"{head}create_bitemporal_table({rest[:-1]},\nkey={op.key!r})"
+    return f"{head}create_bitemporal_table({rest.rstrip()[:-1].rstrip()},\nkey={op.key!r})"
 
 
 @renderers.dispatch_for(DropBitemporalTableOp)

@@ -109,6 +109,13 @@ class DropBitemporalTableOp(MigrateOperation):
     def __init__(self, table_name: str, schema: str | None = None) -> None:
         self.table_name = table_name
         self.schema = schema
+        #: What creates the table again (autogenerate's downgrade), when known.
+        self.recreate: CreateBitemporalTableOp | None = None
+
+    def reverse(self) -> CreateBitemporalTableOp:
+        if self.recreate is None:
+            raise ValueError(f"the columns of {self.table_name} are not known: it cannot be created again")
+        return self.recreate
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
         return ("remove_bitemporal_table", self.schema, self.table_name)

@@ -155,6 +155,26 @@ def test_a_scratch_application_adopts_the_library(tmp_path: Path, empty_database
     with pytest.raises(TableDefinitionError, match="op.drop_column on public.price refused"):
         command.downgrade(cfg, "-1")
 
+    # The Price model removed: the table goes with its key table and functions, and the
+    # downgrade creates it bitemporal again.
+    models = Path(cfg.get_main_option("script_location") or "") / "models.py"
+    source = models.read_text()
+    models.write_text(source[:source.index("class Price")] + source[source.index("class Supplier"):])
+    third = autogenerate(cfg, "third")
+    upgrade, downgrade = third.split("def downgrade")
+    assert "op.drop_bitemporal_table('price')" in upgrade and "op.drop_table" not in upgrade
+    assert "op.create_bitemporal_table('price'" in downgrade and "key=['sku'])" in downgrade
+    assert "sa.Column('note'" in downgrade and "version_id" not in downgrade
+    command.upgrade(cfg, "head")
+    command.check(cfg)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT to_regclass('price_key'), to_regprocedure('price_as_of(timestamptz, timestamptz)')"
+                            ).fetchone() == (None, None)
+    command.downgrade(cfg, "-1")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT public.price_record('A1', 9.75, 'on sale', '2026-03-01', NULL, NULL)")
+        assert conn.execute("SELECT count(*) FROM price_key").fetchone() == (1,)
+
 
 @pytest.fixture
 def operations(empty_database_url: str) -> Any:
