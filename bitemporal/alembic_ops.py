@@ -34,13 +34,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from alembic.operations import MigrateOperation, Operations
-from sqlalchemy import ARRAY, Column, DateTime, Text, bindparam, text
+import psycopg
+from alembic.operations import MigrateOperation, Operations, ops, toimpl
+from sqlalchemy import ARRAY, Column, DateTime, Text, bindparam, exc, text
 from sqlalchemy.sql.elements import TextClause
 
 from . import metadata as _metadata  # noqa: F401 - teaches reflection the xid8 type of recorded_in
+from .errors import error_for
 
 __all__ = [
+    "DROP_HISTORY",
     "ConvertFromBitemporalOp",
     "ConvertToBitemporalOp",
     "CreateBitemporalTableOp",
@@ -94,6 +97,10 @@ class CreateBitemporalTableOp(MigrateOperation):
     def reverse(self) -> DropBitemporalTableOp:
         return DropBitemporalTableOp(self.table_name, schema=self.schema)
 
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        """What ``alembic check`` and ``compare_metadata`` report."""
+        return ("add_bitemporal_table", self.schema, self.table_name, tuple(self.key))
+
 
 @Operations.register_operation("drop_bitemporal_table")
 class DropBitemporalTableOp(MigrateOperation):
@@ -102,6 +109,16 @@ class DropBitemporalTableOp(MigrateOperation):
     def __init__(self, table_name: str, schema: str | None = None) -> None:
         self.table_name = table_name
         self.schema = schema
+        #: What creates the table again (autogenerate's downgrade), when known.
+        self.recreate: CreateBitemporalTableOp | None = None
+
+    def reverse(self) -> CreateBitemporalTableOp:
+        if self.recreate is None:
+            raise ValueError(f"the columns of {self.table_name} are not known: it cannot be created again")
+        return self.recreate
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        return ("remove_bitemporal_table", self.schema, self.table_name)
 
     @classmethod
     def drop_bitemporal_table(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
@@ -135,6 +152,9 @@ class ConvertToBitemporalOp(MigrateOperation):
     def reverse(self) -> ConvertFromBitemporalOp:
         return ConvertFromBitemporalOp(self.table_name, schema=self.schema)
 
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        return ("convert_to_bitemporal", self.schema, self.table_name, tuple(self.key))
+
 
 @Operations.register_operation("convert_from_bitemporal")
 class ConvertFromBitemporalOp(MigrateOperation):
@@ -143,6 +163,9 @@ class ConvertFromBitemporalOp(MigrateOperation):
     def __init__(self, table_name: str, schema: str | None = None) -> None:
         self.table_name = table_name
         self.schema = schema
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        return ("convert_from_bitemporal", self.schema, self.table_name)
 
     @classmethod
     def convert_from_bitemporal(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
@@ -168,6 +191,9 @@ class RefreshBitemporalTableOp(MigrateOperation):
 
     def reverse(self) -> RefreshBitemporalTableOp:
         return self
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        return ("refresh_bitemporal_table", self.schema, self.table_name)
 
 
 @Operations.register_operation("create_temporal_reference")
@@ -276,6 +302,95 @@ def _drop_temporal_reference(operations: Operations, operation: DropTemporalRefe
         *_relation_params("c", operation.source_table, operation.source_schema),
         bindparam("name", operation.constraint_name, type_=Text),
     ))
+
+
+# History-safe column changes. op.drop_column, and op.alter_column with a type_ that does not
+# give every stored value back when cast to the old type, would rewrite the history of a
+# bitemporal table that holds versions: refused (BT402) unless the migration passes
+# bitemporal_drop_history=True. The check is a DO block run just before the DDL, so the
+# offline (--sql) script carries it too.
+DROP_HISTORY = "bitemporal_drop_history"
+
+
+def _literal(value: str | None) -> str:
+    return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+def _history_guard(
+    operation_name: str, table: str, schema: str | None, column: str, lost: str, why: str
+) -> TextClause:
+    """A DO block raising BT402 if ``schema.table`` is bitemporal and the SQL expression
+    ``lost`` (run with the table's name in ``tab``; an error counts as lost) says how many
+    versions would lose what they hold; ``why`` says what they would lose."""
+    schema_sql = f"coalesce({_literal(schema)}, pg_catalog.current_schema())"
+    return text(f"""DO $bitemporal_guard$
+DECLARE
+    tab text = pg_catalog.quote_ident({schema_sql}) || '.' || pg_catalog.quote_ident({_literal(table)});
+    col text = {_literal(column)};
+    versions bigint;
+    failure text;
+BEGIN
+    IF pg_catalog.to_regclass('bitemporal.app_table') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM bitemporal.app_table a
+                    WHERE a.table_schema = {schema_sql} AND a.table_name = {_literal(table)}) THEN
+        RETURN;
+    END IF;
+    BEGIN
+        EXECUTE {lost} INTO versions;
+    EXCEPTION WHEN others THEN
+        EXECUTE 'SELECT count(*) FROM ' || tab INTO versions;
+        failure = SQLERRM;
+    END;
+    IF versions > 0 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'BT402',
+            MESSAGE = {_literal(operation_name)} || ' on ' || tab || ' refused: ' || versions
+                   || ' versions of its history ' || {_literal(why)} || coalesce(' (' || failure || ')', ''),
+            HINT = 'Pass bitemporal_drop_history=True to ' || {_literal(operation_name)}
+                   || ' to rewrite the history of column ' || col || ' on purpose.';
+    END IF;
+END
+$bitemporal_guard$""")
+
+
+def _run_guard(operations: Operations, guard: TextClause) -> None:
+    try:
+        operations.execute(guard)
+    except exc.DBAPIError as error:
+        if isinstance(error.orig, psycopg.Error):
+            raise error_for(error.orig) from error
+        raise
+
+
+@Operations.implementation_for(ops.DropColumnOp, replace=True)
+def _drop_column(operations: Operations, operation: ops.DropColumnOp) -> None:
+    if not operation.kw.pop(DROP_HISTORY, False):
+        _run_guard(operations, _history_guard(
+            "op.drop_column", operation.table_name, operation.schema, operation.column_name,
+            "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col) || ' IS NOT NULL'",
+            f"hold values in column {operation.column_name}, which would be lost for good"))
+    toimpl.drop_column(operations, operation)
+
+
+@Operations.implementation_for(ops.AlterColumnOp, replace=True)
+def _alter_column(operations: Operations, operation: ops.AlterColumnOp) -> None:
+    if operation.modify_type is not None and not operation.kw.pop(DROP_HISTORY, False):
+        type_ = operation.modify_type
+        new_type = (type_() if isinstance(type_, type) else type_).compile(dialect=operations.impl.dialect)
+        using = operation.kw.get("postgresql_using")
+        converted = _literal(using) if using else "pg_catalog.quote_ident(col)"
+        # A value that does not come back unchanged through the new type and back was changed.
+        _run_guard(operations, _history_guard(
+            "op.alter_column", operation.table_name, operation.schema, operation.column_name,
+            "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col) || ' IS DISTINCT FROM CAST(CAST('"
+            f" || {converted} || ' AS ' || {_literal(new_type)} || ') AS '"
+            " || (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a"
+            "      WHERE a.attrelid = CAST(tab AS regclass) AND a.attname = col) || ')'",
+            f"hold values of column {operation.column_name} that type {new_type} would change or refuse"))
+    operation.kw.pop(DROP_HISTORY, None)
+    toimpl.alter_column(operations, operation)
 
 
 # What enable_table and add_reference add to a table, which a model mapped with

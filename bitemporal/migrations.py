@@ -23,8 +23,9 @@ import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.operations import Operations
-from alembic.runtime.migration import MigrationContext
+from alembic.runtime.migration import MigrationContext, MigrationStep
 from alembic.script import ScriptDirectory
+from alembic.script.revision import RevisionError
 from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, create_engine, exc, pool, text
 
@@ -305,12 +306,21 @@ def run(
     partitions = partitions_option(partitions)
     script = ScriptDirectory.from_config(config())
 
-    def steps(current: Any, _context: MigrationContext) -> Any:
-        if downgrade:
-            return script._downgrade_revs(revision, current)
-        return script._upgrade_revs(revision, current)
+    # The steps from the current revision to the target, as Alembic's own commands plan them,
+    # through its public API.
+    def steps(current: Any, _context: MigrationContext) -> list[MigrationStep]:
+        try:
+            if downgrade:
+                return [MigrationStep.downgrade_from_script(script.revision_map, s)
+                        for s in script.iterate_revisions(current, revision, select_for_downgrade=True)]
+            return [MigrationStep.upgrade_from_script(script.revision_map, s)
+                    for s in reversed(list(script.iterate_revisions(revision, current, implicit_base=True)))]
+        except RevisionError as error:
+            raise CommandError(f"{revision!r} is not a valid {direction} target from revision "
+                               f"{' '.join(current) or 'none'} ({error})") from error
 
-    with translated(f"cannot migrate to {revision!r}"):
+    direction = "downgrade" if downgrade else "upgrade"
+    with translated(f"cannot {direction} to {revision!r}"):
         prepare(connection, lock_timeout)
         context = MigrationContext.configure(
             connection,
