@@ -267,3 +267,31 @@ def test_every_api_gives_the_same_period_type(engine: sqlalchemy.Engine) -> None
             Contract.valid_period == Period(JAN, None), Contract.id == key,
             Contract.valid_period.contains(FEB), Contract.known_period.overlaps(Period(JAN, FEB)))).all()
         assert found == [version.version_id]
+
+
+def test_converting_a_referenced_table_suggests_the_key_table(engine: sqlalchemy.Engine) -> None:
+    with engine.begin() as conn:
+        op = Operations(MigrationContext.configure(conn))
+        op.create_table("vendor", Column("id", Integer, primary_key=True), Column("name", Text), schema=SCHEMA)
+        op.create_table("bill", Column("id", Integer, primary_key=True),
+                        Column("vendor_id", Integer, ForeignKey(f"{SCHEMA}.vendor.id", name="bill_vendor_fkey")),
+                        schema=SCHEMA)
+        conn.execute(text(f'INSERT INTO "{SCHEMA}".vendor VALUES (1, \'Acme\')'))
+        conn.execute(text(f'INSERT INTO "{SCHEMA}".bill VALUES (1, 1)'))
+    with pytest.raises(sqlalchemy.exc.DBAPIError) as caught, engine.begin() as conn:
+        Operations(MigrationContext.configure(conn)).convert_to_bitemporal("vendor", ["id"], schema=SCHEMA)
+    message = str(caught.value.orig)
+    assert getattr(caught.value.orig, "sqlstate", None) == "BT402"
+    assert f"{SCHEMA}.vendor_key" in message and "op.create_key_foreign_key" in message
+    # The advice, followed: the bill keeps its reference, to the key table.
+    with engine.begin() as conn:
+        op = Operations(MigrationContext.configure(conn))
+        op.drop_constraint("bill_vendor_fkey", "bill", type_="foreignkey", schema=SCHEMA)
+        op.convert_to_bitemporal("vendor", ["id"], schema=SCHEMA)
+        op.create_key_foreign_key("bill_vendor_fkey", "bill", "vendor", ["vendor_id"], ["id"],
+                                  source_schema=SCHEMA, referent_schema=SCHEMA)
+    with pytest.raises(sqlalchemy.exc.IntegrityError, match="bill_vendor_fkey"), engine.begin() as conn:
+        conn.execute(text(f'INSERT INTO "{SCHEMA}".bill VALUES (2, 2)'))
+    with engine.begin() as conn:
+        conn.execute(text(f'DROP TABLE "{SCHEMA}".bill'))
+        conn.execute(text(f"SELECT bitemporal.drop_table('\"{SCHEMA}\".vendor')"))
