@@ -427,3 +427,51 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
     if type_ == "foreign_key_constraint":
         return name != f"{table.name}_key_fkey"
     return True
+
+
+# Foreign keys from ordinary tables to a bitemporal table (issue 13): a key repeats across
+# versions, so no plain foreign key can point at the versions; the table's <table>_key table
+# holds each key ever recorded exactly once, and a key is never removed from it (a retraction
+# ends versions, not the key), so a foreign key to it means "a key this table has known".
+
+
+@Operations.register_operation("create_key_foreign_key")
+class CreateKeyForeignKeyOp(MigrateOperation):
+    """A plain foreign key from an ordinary table to a bitemporal table's ``<table>_key``."""
+
+    def __init__(
+        self, constraint_name: str | None, source_table: str, referent_table: str, local_cols: Sequence[str],
+        remote_cols: Sequence[str] | None = None, source_schema: str | None = None,
+        referent_schema: str | None = None, **kw: Any,
+    ) -> None:
+        self.constraint_name = constraint_name
+        self.source_table = source_table
+        self.referent_table = referent_table
+        self.local_cols = list(local_cols)
+        self.remote_cols = list(remote_cols if remote_cols is not None else local_cols)
+        self.source_schema = source_schema
+        self.referent_schema = referent_schema
+        self.kw = kw
+
+    @classmethod
+    def create_key_foreign_key(
+        cls, operations: Operations, constraint_name: str | None, source_table: str, referent_table: str,
+        local_cols: Sequence[str], remote_cols: Sequence[str] | None = None, source_schema: str | None = None,
+        referent_schema: str | None = None, **kw: Any,
+    ) -> None:
+        """``op.create_foreign_key`` from ``source_table`` to ``<referent_table>_key``, the
+        bitemporal table's key table (``remote_cols``: its key columns, by default named
+        as ``local_cols``). It guarantees the key was recorded at some time, not that a
+        version is valid or current now (for that, see ``op.create_temporal_reference``
+        between two bitemporal tables). Extra keywords (``ondelete``, ...) go to
+        ``create_foreign_key``."""
+        operations.invoke(cls(constraint_name, source_table, referent_table, local_cols, remote_cols,
+                              source_schema=source_schema, referent_schema=referent_schema, **kw))
+
+
+@Operations.implementation_for(CreateKeyForeignKeyOp)
+def _create_key_foreign_key(operations: Operations, operation: CreateKeyForeignKeyOp) -> None:
+    operations.create_foreign_key(
+        operation.constraint_name, operation.source_table, f"{operation.referent_table}_key",
+        operation.local_cols, operation.remote_cols, source_schema=operation.source_schema,
+        referent_schema=operation.referent_schema, **operation.kw)

@@ -10,59 +10,82 @@ that compose into ordinary ``select()`` statements, and session-level writes.
     session.scalars(as_of(Price, valid_at=t).where(Price.sku == "A1"))
     record(session, Price(sku="A1", amount=Decimal("9.50")), valid_from=t)
 
-Each mapped object is one *version* (its identity is ``version_id``). Writes go
-through the table's generated functions (:class:`~bitemporal.ApplicationTables`),
-never through the ORM's own INSERT/UPDATE/DELETE, which the table's triggers
-refuse anyway for anything but a new row.
+Each mapped object is one *version* (its identity is ``version_id``), its periods
+:class:`~bitemporal.Period` values. Writes go through the table's generated functions
+(:class:`~bitemporal.ApplicationTables`), never through the ORM's own UPDATE/DELETE:
+importing this module registers listeners on every ``Session`` that refuse a flush of a
+modified or deleted version, and an ORM bulk UPDATE/DELETE, with
+:class:`~bitemporal.AppendOnlyError` naming :func:`record` / :func:`retract` (the table's
+triggers refuse any other rewrite). :func:`current_only` and :func:`eligible` restrict
+loads and relationships to the versions eligible at a question.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import UTC, datetime
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
+import psycopg
+import sqlalchemy.exc
 from sqlalchemy import (
     BigInteger,
+    ColumnDefault,
     ColumnElement,
     DateTime,
     Dialect,
     Identity,
     Select,
+    Sequence,
     TypeDecorator,
     and_,
     bindparam,
+    event,
     func,
     inspect,
     select,
 )
 from sqlalchemy.dialects.postgresql import TSTZRANGE, Range
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Mapped, ORMExecuteState, Session, mapped_column, with_loader_criteria
+from sqlalchemy.orm.interfaces import ORMOption
+from sqlalchemy.sql.schema import DefaultGenerator
 
-from .errors import InvalidKeyError
+from .errors import (
+    AppendOnlyError,
+    BitemporalError,
+    DatabaseError,
+    InvalidKeyError,
+    InvalidValueError,
+    error_for,
+)
 from .model import Recorded
-from .periods import Instant, to_optional_instant
+from .periods import Instant, Period, to_optional_instant
 from .store import Store
 
 T = TypeVar("T", bound="Bitemporal")
 
 
-class UtcRange(TypeDecorator[Range[datetime]]):
-    """``TSTZRANGE`` read with its bounds in UTC.
+class PeriodType(TypeDecorator[Period]):
+    """``TSTZRANGE`` read as a :class:`~bitemporal.Period` (bounds in UTC, whatever the
+    session's TimeZone) and bound from a ``Period`` (or a ``Range``).
 
-    psycopg returns them in the session's TimeZone, and Python compares two datetimes
-    sharing a tzinfo by wall-clock time (across a daylight-saving fall-back a later
-    instant then sorts first); in UTC every comparison is one of instants.
+    Its ``impl`` is ``TSTZRANGE``: range operators (``contains``, ``overlaps``, ...)
+    compose as on a plain range column, and Alembic compares the column as ``TSTZRANGE``.
     """
 
     impl = TSTZRANGE
     cache_ok = True
 
-    def process_result_value(self, value: Range[datetime] | None, dialect: Dialect) -> Range[datetime] | None:
-        if value is None or value.empty:
-            return value
-        lower, upper = (None if b is None else b.astimezone(UTC) for b in (value.lower, value.upper))
-        return Range(lower, upper, bounds=value.bounds)
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return value.to_sqlalchemy_range() if isinstance(value, Period) else value
+
+    def process_result_value(self, value: Range[datetime] | None, dialect: Dialect) -> Period | None:
+        return None if value is None else Period.from_range(value)
+
+    def coerce_compared_value(self, op: Any, value: Any) -> Any:
+        # An instant compared with the range (``contains(t)``) binds as an instant.
+        return self if isinstance(value, Period | Range) else self.impl_instance.coerce_compared_value(op, value)
 
 
 class Bitemporal:
@@ -76,10 +99,10 @@ class Bitemporal:
 
     version_id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
     # The comments are those enable_table gives the columns, so autogenerate agrees.
-    valid_period: Mapped[Range[datetime]] = mapped_column(
-        UtcRange, comment="When the row applies in the world: [start, end), unbounded end = end not known.")
-    known_period: Mapped[Range[datetime]] = mapped_column(
-        UtcRange, comment="When the table held this version: [recorded, superseded), unbounded end = still held.")
+    valid_period: Mapped[Period] = mapped_column(
+        PeriodType, comment="When the row applies in the world: [start, end), unbounded end = end not known.")
+    known_period: Mapped[Period] = mapped_column(
+        PeriodType, comment="When the table held this version: [recorded, superseded), unbounded end = still held.")
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: Mapped[int | None] = mapped_column(BigInteger)
 
@@ -120,15 +143,67 @@ def history(model: type[T], **key: Any) -> Select[T]:
     return select(model).where(*(getattr(model, c) == v for c, v in key.items())).order_by(model.version_id)
 
 
+def current_only(
+    model: type[Bitemporal], valid_at: Instant | None = None, known_at: Instant | None = None
+) -> ORMOption:
+    """A loader option: every load of ``model`` in the statement, relationship loads
+    included (lazy, ``selectinload``, ``joinedload``), sees only the versions eligible at
+    ``(valid_at, known_at)``; by default the current ones (valid now, as known now).
+
+        session.scalars(select(Customer).options(current_only(Contract)))
+    """
+    return with_loader_criteria(model, eligible(model, valid_at, known_at), include_aliases=True)
+
+
 _VERSION_COLUMNS = frozenset({"version_id", "valid_period", "known_period", "carried_from"})
 
 
-def _row(obj: Bitemporal) -> dict[str, Any]:
+@contextmanager
+def _translated() -> Iterator[None]:
+    # What a flush raises (the driver's errors wrapped by SQLAlchemy, its own flush
+    # errors) as the library's errors, as every other API does.
+    try:
+        yield
+    except sqlalchemy.exc.StatementError as exc:
+        if isinstance(exc.orig, BitemporalError):
+            raise exc.orig from exc
+        if isinstance(exc.orig, psycopg.Error):
+            raise error_for(exc.orig) from exc
+        raise DatabaseError(f"the session's statement failed: {exc}") from exc
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        raise DatabaseError(f"the session failed: {exc}",
+                            hint="roll the session back before using it again") from exc
+
+
+def _client_default(session: Session, default: DefaultGenerator) -> Any:
+    """The value of a column's client-side default, as an ORM INSERT would take it."""
+    if isinstance(default, Sequence):
+        return session.scalar(select(default.next_value()))
+    if isinstance(default, ColumnDefault):
+        if default.is_callable:
+            return default.arg(None)  # a zero-argument callable, wrapped by SQLAlchemy
+        if default.is_clause_element:
+            return session.scalar(select(default.arg))
+        return default.arg
+    raise InvalidValueError(f"cannot compute the column default {default!r} for record()")
+
+
+def _row(session: Session, obj: Bitemporal) -> dict[str, Any]:
     # By column name, read through the attribute mapped to each column (whose name may differ:
-    # a column "unit price" mapped as unit_price).
+    # a column "unit price" mapped as unit_price). An attribute never set takes its column's
+    # client-side default (a Sequence, a callable such as uuid.uuid4), as in an ORM INSERT,
+    # and the carrier gets the value, so the caller learns a new row's key.
     mapper = inspect(type(obj))
-    return {c.name: getattr(obj, mapper.get_property_by_column(c).key)
-            for c in mapper.local_table.columns if c.name not in _VERSION_COLUMNS}
+    state = inspect(obj)
+    row: dict[str, Any] = {}
+    for c in mapper.local_table.columns:
+        if c.name in _VERSION_COLUMNS:
+            continue
+        key = mapper.get_property_by_column(c).key
+        if key not in state.dict and c.default is not None:
+            setattr(obj, key, _client_default(session, c.default))
+        row[c.name] = getattr(obj, key)
+    return row
 
 
 def record(
@@ -142,12 +217,19 @@ def record(
     """Record the row held by an (unsaved) model instance for ``[valid_from, valid_to)``,
     through the table's ``_record`` function, in the session's transaction.
 
-    The instance is only a carrier of values: it is not added to the session;
-    load the new version with :func:`as_of` or ``session.get(Model, version_id)``.
+    The session is flushed first, as a query would autoflush it, so pending objects the
+    row refers to (a new parent) are in the database. Every failure, the flush's
+    included, is a :class:`~bitemporal.BitemporalError`. The instance is only a carrier
+    of values: it is not added to the session; load the new version with :func:`as_of`
+    or ``session.get(Model, version_id)``. A column left unset takes its client-side
+    default (``Sequence``, ``default=uuid.uuid4``), written back to the instance.
     """
-    return Store(session).app_tables.record(
-        type(row), _row(row), valid_from=valid_from, valid_to=valid_to, known_at=known_at
-    )
+    with _translated():
+        session.flush()
+        values = _row(session, row)
+        return Store(session).app_tables.record(
+            type(row), values, valid_from=valid_from, valid_to=valid_to, known_at=known_at
+        )
 
 
 def retract(
@@ -160,5 +242,49 @@ def retract(
     known_at: Instant | None = None,
 ) -> tuple[int, ...]:
     """Sequenced delete of ``key`` over ``[valid_from, valid_to)`` through the table's
-    ``_retract`` function, in the session's transaction; returns the ended versions."""
-    return Store(session).app_tables.retract(model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+    ``_retract`` function, in the session's transaction (flushed first, as :func:`record`);
+    returns the ended versions."""
+    with _translated():
+        session.flush()
+        return Store(session).app_tables.retract(
+            model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+
+
+# The ORM's own UPDATE and DELETE would rewrite history: the table's triggers refuse them
+# (BT006) in the middle of a flush. These listeners, on every Session, refuse them before
+# any SQL, saying what to call instead.
+
+
+def _rewrite_refused(obj: Bitemporal, deleted: bool) -> AppendOnlyError:
+    cls = type(obj).__name__
+    identity = inspect(obj).identity
+    version = "" if identity is None else f" version {identity[0]}"
+    if deleted:
+        return AppendOnlyError(
+            f"{cls}{version} is marked for deletion in the session, and an ORM DELETE would erase history",
+            hint=f"end it with bitemporal.orm.retract(session, {cls}, {{key}}, valid_from=...); "
+                 "session.rollback() or session.expunge(obj) discards the deletion")
+    return AppendOnlyError(
+        f"{cls}{version} was modified in the session, and an ORM UPDATE would rewrite history",
+        hint=f"record the new values as a new version with bitemporal.orm.record(session, {cls}(...), "
+             "valid_from=...); session.rollback() or session.expire(obj) discards the change")
+
+
+@event.listens_for(Session, "before_flush")
+def _refuse_flushed_rewrites(session: Session, flush_context: Any, instances: Any) -> None:
+    for obj in session.deleted:
+        if isinstance(obj, Bitemporal):
+            raise _rewrite_refused(obj, deleted=True)
+    for obj in session.dirty:
+        if isinstance(obj, Bitemporal) and session.is_modified(obj, include_collections=False):
+            raise _rewrite_refused(obj, deleted=False)
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _refuse_bulk_rewrites(state: ORMExecuteState) -> None:
+    mapper = state.bind_mapper
+    if (state.is_update or state.is_delete) and mapper is not None and issubclass(mapper.class_, Bitemporal):
+        verb, call = ("UPDATE", "record") if state.is_update else ("DELETE", "retract")
+        raise AppendOnlyError(
+            f"an ORM {verb} of {mapper.class_.__name__} would rewrite history",
+            hint=f"write versions with bitemporal.orm.{call}(session, ...)")

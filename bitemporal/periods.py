@@ -5,7 +5,10 @@ means midnight UTC of that day. A naive ``datetime`` is refused: which instant
 it names depends on a time zone nobody stated.
 
 A :class:`Period` is ``[start, end)``; ``None`` on either side means open on
-that side ("not known to end" for ``end``).
+that side ("not known to end" for ``end``). It is the one period type of every
+API (the fact store, ``store.app_tables``, the ORM mixin's columns), and converts
+to and from psycopg's and SQLAlchemy's ``Range`` (:meth:`Period.from_range`,
+:meth:`Period.to_range`, :meth:`Period.to_sqlalchemy_range`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, TypeAlias
 
-from psycopg.types.range import Range
+from psycopg.types.range import Range, TimestamptzRange
+from sqlalchemy.dialects.postgresql import Range as SqlalchemyRange
 
 from .errors import InvalidPeriodError, InvalidTimeError, NaiveDatetimeError
 from .formatting import shown
@@ -94,11 +98,33 @@ class Period:
         )
 
     @classmethod
-    def from_range(cls, value: Range[Any]) -> Period:
-        """A period from a psycopg ``tstzrange`` value read from the store."""
-        if value.isempty:
-            raise InvalidPeriodError("the store returned an empty period")
-        return cls(value.lower, _open_end(value.upper))
+    def from_range(cls, value: Range[Any] | SqlalchemyRange[Any]) -> Period:
+        """A period from a ``tstzrange`` value, psycopg's ``Range`` or SQLAlchemy's,
+        with its bounds in UTC (psycopg reads them in the session's TimeZone) and an
+        end from 9999-12-30 on (``'infinity'``) read as open. An empty range, or bounds
+        other than ``[)`` on a bounded side, is no half-open period: InvalidPeriodError."""
+        empty = value.empty if isinstance(value, SqlalchemyRange) else value.isempty
+        if empty:
+            raise InvalidPeriodError("an empty range is not a period",
+                                     hint="a period is half-open [start, end) with end later than start")
+        lower_inc = value.bounds[0] == "["
+        upper_inc = value.bounds[1] == "]"
+        if (value.lower is not None and not lower_inc) or (value.upper is not None and upper_inc):
+            raise InvalidPeriodError(f"range {value} is not half-open",
+                                     hint="a period includes its start and excludes its end: [start, end)")
+        start = to_optional_instant(value.lower, name="range lower bound")
+        end = to_optional_instant(value.upper, name="range upper bound")
+        return cls(None if start is None else start.astimezone(UTC),
+                   _open_end(None if end is None else end.astimezone(UTC)))
+
+    def to_range(self) -> Range[datetime]:
+        """The period as psycopg's ``Range`` (a ``TimestamptzRange``, so that an open
+        side still binds as ``tstzrange``), bounds ``[)``."""
+        return TimestamptzRange(self.start, self.end, "[)")
+
+    def to_sqlalchemy_range(self) -> SqlalchemyRange[datetime]:
+        """The period as SQLAlchemy's ``Range``, bounds ``[)``."""
+        return SqlalchemyRange(self.start, self.end, bounds="[)")
 
     def contains(self, instant: Instant) -> bool:
         """Whether ``instant`` falls inside: start inclusive, end exclusive."""

@@ -55,11 +55,11 @@ def test_periods_are_utc_instants_in_every_session_time_zone(
     engine = create_engine(sqlalchemy_url(database_url), connect_args={"options": f"-c TimeZone={zone}"})
     with Session(engine) as session:
         first, second = session.scalars(history(model, sku="A")).all()
-        assert (first.known_period.lower, first.known_period.upper) == (BEFORE_FALL_BACK, AFTER_FALL_BACK)
+        assert (first.known_period.start, first.known_period.end) == (BEFORE_FALL_BACK, AFTER_FALL_BACK)
         # Every bound in UTC, so that Python compares instants, never wall-clock times.
-        for bound in (first.known_period.lower, first.known_period.upper, second.valid_period.lower):
+        for bound in (first.known_period.start, first.known_period.end, second.valid_period.start):
             assert bound is not None and bound.utcoffset() is not None and not bound.utcoffset()
-        assert first.known_period.lower < first.known_period.upper
+        assert first.known_period.start < first.known_period.end
         [current] = session.scalars(as_of(model)).all()
         assert current.version_id == second.version_id and repr(current.valid_period) == repr(second.valid_period)
     engine.dispose()

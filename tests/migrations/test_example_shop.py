@@ -128,7 +128,7 @@ def test_sqlalchemy_helpers(empty_database_url: str) -> None:
         session.commit()
 
         rows = session.scalars(as_of(Price).where(Price.sku == "A1")).all()
-        assert [(p.currency, p.amount, p.valid_period.lower) for p in rows] == [("EUR", Decimal("9.99"), jan)]
+        assert [(p.currency, p.amount, p.valid_period.start) for p in rows] == [("EUR", Decimal("9.99"), jan)]
         assert session.scalars(history(Supplier, id=1)).one().name == "Acme"
         with pytest.raises(InvalidKeyError):
             history(Price, sku="A1")
@@ -136,7 +136,7 @@ def test_sqlalchemy_helpers(empty_database_url: str) -> None:
         retract(session, Price, {"sku": "A1", "currency": "EUR"}, valid_from=datetime(2026, 6, 1, tzinfo=UTC))
         session.commit()
         versions = session.scalars(history(Price, sku="A1", currency="EUR")).all()
-        assert [(v.valid_period.lower, v.valid_period.upper, v.known_period.upper is None) for v in versions] == [
+        assert [(v.valid_period.start, v.valid_period.end, v.known_period.end is None) for v in versions] == [
             (jan, None, False), (jan, datetime(2026, 6, 1, tzinfo=UTC), True)]
 
     # The as-of query, with its key, is answered from the GiST index over key and periods.

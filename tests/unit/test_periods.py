@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 from psycopg.types.range import Range
+from sqlalchemy.dialects.postgresql import Range as SqlalchemyRange
 
 from bitemporal import InvalidPeriodError, InvalidTimeError, NaiveDatetimeError, Period
 from bitemporal.periods import to_instant
@@ -62,3 +63,47 @@ def test_from_store_range() -> None:
     assert Period.from_range(Range(lower, datetime.max.replace(tzinfo=UTC), "[)")).is_open
     with pytest.raises(InvalidPeriodError):
         Period.from_range(Range(empty=True))
+
+
+# One period type (issue 13, item 4): Period to and from psycopg's and SQLAlchemy's Range.
+
+T1 = datetime(2026, 1, 1, tzinfo=UTC)
+T2 = datetime(2026, 2, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("period", [Period(T1, T2), Period(T1, None), Period(None, T2), Period(None, None)])
+def test_round_trips_through_both_ranges(period: Period) -> None:
+    as_psycopg, as_sqlalchemy = period.to_range(), period.to_sqlalchemy_range()
+    assert isinstance(as_psycopg, Range) and isinstance(as_sqlalchemy, SqlalchemyRange)
+    assert (as_psycopg.lower, as_psycopg.upper) == (as_sqlalchemy.lower, as_sqlalchemy.upper) == (period.start, period.end)
+    assert as_psycopg.lower_inc == (period.start is not None) and not as_psycopg.upper_inc
+    assert as_sqlalchemy.bounds == "[)"
+    assert Period.from_range(as_psycopg) == Period.from_range(as_sqlalchemy) == period
+
+
+@pytest.mark.parametrize("make", [Range, SqlalchemyRange])
+def test_from_either_range_in_utc(make: type) -> None:
+    # A range read in a +02:00 session: the same instants, with UTC bounds.
+    got = Period.from_range(make(T1.astimezone(PLUS2), T2.astimezone(PLUS2), bounds="[)"))
+    assert got == Period(T1, T2) and got.start is not None and got.end is not None
+    assert got.start.tzinfo is UTC and got.end.tzinfo is UTC
+    # 'infinity' (read as datetime.max) is an open end.
+    assert Period.from_range(make(T1, datetime.max.replace(tzinfo=UTC), bounds="[)")).is_open
+
+
+@pytest.mark.parametrize("value", [Range(empty=True), SqlalchemyRange(empty=True)])
+def test_an_empty_range_is_no_period(value: object) -> None:
+    with pytest.raises(InvalidPeriodError, match="empty"):
+        Period.from_range(value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("make", [Range, SqlalchemyRange])
+@pytest.mark.parametrize("bounds", ["(]", "()", "[]"])
+def test_a_range_not_half_open_is_refused(make: type, bounds: str) -> None:
+    with pytest.raises(InvalidPeriodError, match="half-open"):
+        Period.from_range(make(T1, T2, bounds=bounds))
+
+
+def test_naive_range_bounds_are_refused() -> None:
+    with pytest.raises(NaiveDatetimeError):
+        Period.from_range(SqlalchemyRange(datetime(2026, 1, 1), None))
