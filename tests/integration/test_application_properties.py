@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -25,7 +25,9 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 from bitemporal import BitemporalError, Store, TableVersion, UnknownKeyError
-from tests.integration.test_properties import (
+from tests.reference_model import FactModel, Period
+from tests.reference_model import Version as ModelVersion
+from tests.strategies import (
     KNOWN_BASE,
     SOURCES,
     US,
@@ -34,8 +36,6 @@ from tests.integration.test_properties import (
     knowledge_times,
     scenarios,
 )
-from tests.reference_model import FactModel, Period
-from tests.reference_model import Version as ModelVersion
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +78,6 @@ def apply(store: Store, table: str, model: FactModel, item: str, op: Op, known_a
         event("retract of a key never recorded")
         return
     assert len(ended) == model.retract(op.source, op.valid, known_at), op
-
-
-@pytest.fixture
-def raw(connect: Callable[..., psycopg.Connection[Any]]) -> psycopg.Connection[Any]:
-    """One autocommit connection, shared by a test's examples."""
-    return connect()
 
 
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])

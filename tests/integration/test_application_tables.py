@@ -93,6 +93,7 @@ def test_the_generated_functions_record_correct_and_retract(store: Store, schema
     now = {v.valid_period.start: v.row["amount"] for v in t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR)}
     assert now == {MAR: Decimal("12.50")}
     # What was known before the correction, for March: 10.
+    assert fix.known_at is not None
     before = t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR, known_at=fix.known_at - US)
     assert [v.row["amount"] for v in before] == [Decimal("10.00")]
 
@@ -431,7 +432,7 @@ def test_refresh_keeps_the_grants_of_the_functions(
 
     def privileges() -> list[tuple[str, bool, bool]]:
         """(function, role may execute, PUBLIC may execute) for each of product's functions."""
-        return [tuple(r) for r in conn.execute(  # type: ignore[misc]
+        return [tuple(r) for r in conn.execute(
             "SELECT p.proname, has_function_privilege(%s, p.oid, 'EXECUTE'),"
             " coalesce(p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0), false)"
             " FROM pg_proc p WHERE p.pronamespace = %s::regnamespace AND starts_with(p.proname, 'product_') ORDER BY 1",

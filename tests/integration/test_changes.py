@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
 
 from bitemporal import ChangeKind, InvalidPeriodError, Key, Store
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
+from tests.helpers import at
 
 
 @pytest.fixture

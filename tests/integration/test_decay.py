@@ -36,17 +36,11 @@ from bitemporal import (
 )
 from bitemporal.decay import Policy, decay_crossing, decay_retention
 from bitemporal.errors import translate
+from tests.helpers import serial_stability
 
 
 def fresh(prefix: str = "test") -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
-
-
-def serial_stability(baseline: float, recalls: int) -> float:
-    s = baseline
-    for count in range(2, recalls + 2):
-        s = s * (1 + math.log(1 + count))
-    return s
 
 
 def log_rows(conn: psycopg.Connection[Any], namespace: str, item: str | None = None) -> list[tuple[Any, ...]]:

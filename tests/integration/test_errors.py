@@ -61,8 +61,9 @@ NAIVE = datetime(2026, 2, 1)
 
 @pytest.mark.parametrize("argument", ["valid_from", "valid_to", "known_at"])
 def test_naive_datetime_is_refused_before_writing(store: Store, seeded: Key, argument: str) -> None:
+    naive: dict[str, Any] = {argument: NAIVE}
     err = unchanged(store, seeded, NaiveDatetimeError,
-                    lambda: store.facts.record(seeded, 1, source="policy", **{argument: NAIVE}))
+                    lambda: store.facts.record(seeded, 1, source="policy", **naive))
     assert "time zone" in str(err)
 
 

@@ -26,14 +26,10 @@ from bitemporal import (
     VectorNotEnabledError,
     VectorUnavailableError,
 )
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
-
+from tests.helpers import Question, at
 
 #: A date inside the current rule's period, asked with what the store knows on 29 September.
-QUESTION = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
+QUESTION: Question = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
 
 
 @pytest.fixture
@@ -129,7 +125,7 @@ def test_rank_ties_are_broken_by_version_id(store: Store, key: Key) -> None:
                               passage="limit is 80 MB").recorded.version_id
         for i in range(4)
     ]
-    question = {"valid_at": at("2026-06-01"), "known_at": at("2026-06-01")}
+    question: Question = {"valid_at": at("2026-06-01"), "known_at": at("2026-06-01")}
     tied = store.evidence.rank({i: 0.5 for i in reversed(ids)}, **question)
     assert [h.version.version_id for h in tied] == sorted(ids)
     assert [h.rank for h in tied] == [1, 2, 3, 4]

@@ -9,7 +9,7 @@ for September.
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 import pytest
@@ -25,11 +25,7 @@ from bitemporal import (
     Verdict,
     render,
 )
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
-
+from tests.helpers import at
 
 NOW = at("2026-09-29")
 

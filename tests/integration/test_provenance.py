@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 import psycopg
@@ -21,10 +21,7 @@ from bitemporal import (
     UnknownArtifactError,
     UnknownVersionError,
 )
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
+from tests.helpers import at
 
 
 def mine(stale: list[StaleArtifact], ids: set[int]) -> dict[int, StaleArtifact]:

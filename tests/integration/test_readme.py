@@ -15,6 +15,7 @@ import pytest
 import bitemporal
 from bitemporal import cli
 from bitemporal.demo import KEY, WRITES
+from tests.helpers import DatabaseFactory
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 needs_psql = pytest.mark.skipif(shutil.which("psql") is None, reason="the psql client is not installed")
@@ -54,16 +55,15 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
 
 
 @needs_psql
-def test_psql_examples(empty_database_url: str, migrate_database: Any) -> None:
-    migrate_database(empty_database_url)
-    out = psql(empty_database_url, "\n".join(blocks("sql", "psql")))
+def test_psql_examples(migrated_database_url: str) -> None:
+    out = psql(migrated_database_url, "\n".join(blocks("sql", "psql")))
     assert "supported" in out and "missing" in out
 
 
 @needs_psql
-def test_audit_queries(empty_database_url: str) -> None:
+def test_audit_queries(migrated_database_url: str) -> None:
     """The "Auditing with psql" queries, on the worked example and a session with evictions."""
-    store = bitemporal.connect(empty_database_url, migrate=True)
+    store = bitemporal.connect(migrated_database_url)
     for w in WRITES:
         store.facts.record(KEY, w.value, source=w.source, valid_from=w.valid_from, valid_to=w.valid_to,
                            known_at=w.known_at)
@@ -72,7 +72,7 @@ def test_audit_queries(empty_database_url: str) -> None:
     for _ in range(14):
         memory.step()
     store.close()
-    out = psql(empty_database_url, "\n".join(blocks("sql", "Auditing with psql")))
+    out = psql(migrated_database_url, "\n".join(blocks("sql", "Auditing with psql")))
     # In force now: the announced 100 MB (policy), nothing from the forum any more.
     assert re.search(r"mailer:prod \| attachment_limit_mb \| policy \| 100 ", out)
     # On 2 September the store said 50 MB; by 5 October we know 80 MB applied that day.
@@ -88,7 +88,7 @@ WRITING_SECTIONS = ("psql", "Bulk ingestion", "For agent builders")
 
 @needs_psql
 def test_psql_examples_mean_the_same_instants_in_any_session_time_zone(
-    make_database: Any, migrate_database: Any
+    make_database: DatabaseFactory,
 ) -> None:
     """PostgreSQL reads a time without an offset in the session's TimeZone, Python reads a
     date as midnight UTC: the README's SQL spells every instant with its offset, so a São
@@ -96,24 +96,23 @@ def test_psql_examples_mean_the_same_instants_in_any_session_time_zone(
     answers the examples describe."""
     keys = [bitemporal.Key(e, "attachment_limit_mb") for e in ("mailer:prod", "mailer:uk")]
     days = [date(2026, 8, 31) + timedelta(days=n) for n in range(33)]
-    seen = {}
+    history: dict[str, list[tuple[Any, ...]]] = {}
+    answers: dict[str, list[tuple[Any, ...]]] = {}
     for zone in ("UTC", "America/Sao_Paulo"):
-        url = make_database()
-        migrate_database(url)
+        url = make_database(migrated=True)
         out = psql(url, "\n".join(b for s in WRITING_SECTIONS for b in blocks("sql", s)), time_zone=zone)
         assert "supported" in out
-        with bitemporal.connect(url, upgrade=False) as store:
-            seen[zone] = {
-                "history": [(v.source, v.value, v.valid_period)
-                            for k in keys for v in store.facts.history(k)],
-                "answers": [(r.status, r.values) for k in keys for day in days
-                            for r in [store.facts.resolve(k, valid_at=day)]],
-            }
-    assert seen["America/Sao_Paulo"] == seen["UTC"]
+        with bitemporal.connect(url) as store:
+            history[zone] = [(v.source, v.value, v.valid_period)
+                             for k in keys for v in store.facts.history(k)]
+            answers[zone] = [(r.status, r.values) for k in keys for day in days
+                             for r in [store.facts.resolve(k, valid_at=day)]]
+    assert history["America/Sao_Paulo"] == history["UTC"]
+    assert answers["America/Sao_Paulo"] == answers["UTC"]
     # The days begin at midnight UTC: 80 MB (policy) from 1 September, 85 MB for mailer:uk.
-    starts = {p.start for _, _, p in seen["UTC"]["history"]}
+    starts = {p.start for _, _, p in history["UTC"]}
     assert datetime(2026, 9, 1, tzinfo=UTC) in starts
     assert all(s is None or (s.hour, s.minute) == (0, 0) for s in starts)
-    answers = dict(zip([(k, d) for k in keys for d in days], seen["UTC"]["answers"], strict=True))
-    assert answers[keys[0], date(2026, 8, 31)][0] == bitemporal.Status.MISSING
-    assert answers[keys[1], date(2026, 9, 1)] == (bitemporal.Status.SUPPORTED, (85,))
+    on = dict(zip([(k, d) for k in keys for d in days], answers["UTC"], strict=True))
+    assert on[keys[0], date(2026, 8, 31)][0] == bitemporal.Status.MISSING
+    assert on[keys[1], date(2026, 9, 1)] == (bitemporal.Status.SUPPORTED, (85,))

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -43,7 +42,9 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
     # The chunk was retired and the summary rebuilt: nothing is stale any more...
     assert store.provenance.stale() == []
     # ...but just before the rebuild both were, the summary through the chunk.
-    before = store.provenance.stale(store.provenance.get(summary.artifact_id).retired_at - timedelta(microseconds=1))
+    retired_at = store.provenance.get(summary.artifact_id).retired_at
+    assert retired_at is not None
+    before = store.provenance.stale(retired_at - timedelta(microseconds=1))
     assert [(s.kind, s.reasons[0].cause) for s in before] == [
         ("chunk", StaleCause.SUPERSEDED), ("summary", StaleCause.SUPERSEDED)]
     store.close()
@@ -51,10 +52,9 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.skipif(shutil.which("psql") is None, reason="the psql client is not installed")
-def test_psql_examples(empty_database_url: str, migrate_database: Any) -> None:
-    migrate_database(empty_database_url)
+def test_psql_examples(migrated_database_url: str) -> None:
     result = subprocess.run(
-        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", empty_database_url], input="\n".join(blocks("sql")),
+        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", migrated_database_url], input="\n".join(blocks("sql")),
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert result.returncode == 0, result.stderr

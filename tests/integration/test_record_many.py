@@ -44,9 +44,8 @@ from bitemporal import (
     cli,
     migrations,
 )
+from tests.strategies import GRID  # bound 0: open start, len(GRID) + 1: open end
 
-#: Valid-time edges: the first of January to May 2026 (bound 0: open start, 6: open end).
-GRID = tuple(datetime(2026, month, 1, tzinfo=UTC) for month in range(1, 6))
 #: Explicit knowledge times: hours after this, all in the past.
 KNOWN_BASE = datetime(2025, 6, 1, tzinfo=UTC)
 SOURCES = ("policy", "forum")
@@ -157,11 +156,6 @@ def key_state(conn: psycopg.Connection[Any], keys: list[Key], tx: datetime) -> l
 
 def summary(results: list[Recorded], tx: datetime) -> list[tuple[bool, Any, int]]:
     return [(r.created, "TX" if r.known_at == tx else r.known_at, len(r.superseded)) for r in results]
-
-
-@pytest.fixture
-def raw(connect: Callable[..., psycopg.Connection[Any]]) -> psycopg.Connection[Any]:
-    return connect()
 
 
 @settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])

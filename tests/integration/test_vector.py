@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from datetime import date, timedelta
 
 import psycopg
 import pytest
 
 import bitemporal
 from bitemporal import EmbeddingError, Key, Store, migrations
+from tests.helpers import DatabaseFactory, Question, at
 
 pytestmark = pytest.mark.vector
 
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
 
 
 def unit(similarity: float) -> list[float]:
@@ -32,14 +29,12 @@ def unit(similarity: float) -> list[float]:
 
 
 QUERY = [1.0, 0.0]
-QUESTION = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
+QUESTION: Question = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
 
 
 @pytest.fixture(scope="module")
-def vector_url(make_database: Any, migrate_database: Any) -> str:
-    url: str = make_database()
-    migrate_database(url)
-    return url
+def vector_url(make_database: DatabaseFactory) -> str:
+    return make_database(migrated=True)
 
 
 @pytest.fixture
@@ -149,9 +144,8 @@ def test_bad_embeddings(vstore: Store, key: Key) -> None:
     assert vstore.evidence.passages(version) == []  # the failed adds left nothing behind
 
 
-def test_downgrade_drops_the_embeddings_table(make_database: Any) -> None:
-    url = make_database()
-    bitemporal.migrate(url)
+def test_downgrade_drops_the_embeddings_table(migrated_database_url: str) -> None:
+    url = migrated_database_url
     with psycopg.connect(url, autocommit=True) as conn:
         store = Store(conn)
         store.evidence.enable_vector(3)

@@ -18,17 +18,16 @@ import psycopg
 import pytest
 from alembic import command
 from alembic.config import Config
-from alembic.script import ScriptDirectory
 from psycopg import errors
 
 from bitemporal import cli, migrations
 from bitemporal.database import sqlalchemy_url
 from bitemporal.errors import ConfigurationError
 from bitemporal.migrations import partitions_option
-from tests.migrations.test_migrations import catalog
+from tests.helpers import DatabaseFactory, catalog
 
-BEFORE = ScriptDirectory.from_config(migrations.config()).get_revision("0008").down_revision
-assert isinstance(BEFORE, str)
+#: The revision before 0008, which brought the partitioned layout.
+BEFORE = migrations.revisions()[migrations.revisions().index("0008") - 1]
 N = 4
 
 WRITES = """
@@ -158,9 +157,8 @@ def test_lookup_by_key_reads_one_partition(partitioned: str) -> None:
             assert len(set(re.findall(r"fact_version_p\d+", plan))) == 1, plan
 
 
-def test_foreign_keys_to_versions_become_triggers_and_come_back(empty_database_url: str) -> None:
-    url = empty_database_url
-    migrations.migrate(url)
+def test_foreign_keys_to_versions_become_triggers_and_come_back(make_database: DatabaseFactory) -> None:
+    url = make_database(migrated=True, default_layout=True)
     with psycopg.connect(url, autocommit=True) as conn:
         # An application's own table referencing versions, beside evidence's.
         conn.execute("CREATE TABLE notes (version_id bigint REFERENCES bitemporal.fact_version)")
@@ -216,9 +214,8 @@ def test_roles_read_every_partition(partitioned: str) -> None:
     assert readable == [("fact_version", True), *((f"fact_version_p{k}", True) for k in range(N))]
 
 
-def test_the_option_past_0008_says_how_to_convert(make_database: Any) -> None:
-    url = make_database()
-    migrations.migrate(url)
+def test_the_option_past_0008_says_how_to_convert(make_database: DatabaseFactory) -> None:
+    url = make_database(migrated=True, default_layout=True)
     with pytest.raises(ConfigurationError, match=re.escape(f"bitemporal.partition_versions({N})")):
         migrations.migrate(url, partitions=N)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -269,9 +266,9 @@ def test_alembic_and_cli_take_the_option(
         "CREATE MATERIALIZED VIEW frozen AS SELECT * FROM bitemporal.fact_version",
     ],
 )
-def test_refuses_what_partitioning_cannot_keep(empty_database_url: str, blocker: str) -> None:
-    migrations.migrate(empty_database_url)
-    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+def test_refuses_what_partitioning_cannot_keep(make_database: DatabaseFactory, blocker: str) -> None:
+    url = make_database(migrated=True, default_layout=True)
+    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(blocker)
         with pytest.raises(errors.FeatureNotSupported):
             conn.execute("SELECT bitemporal.partition_versions(2)")

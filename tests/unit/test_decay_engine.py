@@ -25,14 +25,7 @@ from bitemporal import (
     WindowPolicy,
 )
 from bitemporal.decay import MAX_STABILITY, decay_crossing, decay_retention
-
-
-def serial_stability(baseline: float, recalls: int) -> float:
-    """S after ``recalls`` recalls: registration is use 1, recall k brings the count to k + 1."""
-    s = baseline
-    for count in range(2, recalls + 2):
-        s = s * (1 + math.log(1 + count))
-    return s
+from tests.helpers import serial_stability
 
 
 def steps_until_evicted(memory: InMemoryMemory, item: str, limit: int = 1000) -> int:

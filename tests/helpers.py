@@ -1,0 +1,94 @@
+"""Helpers shared by the test modules (fixtures live in conftest.py, hypothesis strategies in
+strategies.py)."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypedDict
+
+import psycopg
+import pytest
+
+from bitemporal import cli
+
+
+class DatabaseFactory(Protocol):
+    """The ``make_database`` fixture: a new database's URL, dropped after the session."""
+
+    def __call__(self, *, migrated: bool = False, default_layout: bool = False) -> str: ...
+
+
+class Connect(Protocol):
+    """The ``connect`` fixture: another connection to the session's database, closed after
+    the test."""
+
+    def __call__(self, *, autocommit: bool = True) -> psycopg.Connection[Any]: ...
+
+
+class Question(TypedDict):
+    """The two instants of a bitemporal question, as keyword arguments."""
+
+    valid_at: datetime
+    known_at: datetime
+
+
+def at(day: str, hour: int = 12) -> datetime:
+    """``day`` (ISO date) at ``hour`` o'clock UTC: an instant, never a wall-clock time."""
+    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The CLI run in-process: exit code, standard output, standard error."""
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def serial_stability(baseline: float, recalls: int) -> float:
+    """S after ``recalls`` recalls: registration is use 1, recall k brings the count to k + 1."""
+    s = baseline
+    for count in range(2, recalls + 2):
+        s = s * (1 + math.log(1 + count))
+    return s
+
+
+CATALOG = {
+    "functions": """
+        SELECT p.proname, pg_get_function_identity_arguments(p.oid), md5(p.prosrc),
+               obj_description(p.oid, 'pg_proc')
+          FROM pg_proc p WHERE p.pronamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
+    "columns": """
+        SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+               pg_get_expr(d.adbin, d.adrelid)
+          FROM pg_class c
+          JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+          LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+         WHERE c.relnamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
+    "constraints": """
+        SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)
+          FROM pg_constraint WHERE connamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
+    "indexes": """
+        SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'bitemporal'
+         ORDER BY 1""",
+    "triggers": """
+        SELECT tgname, pg_get_triggerdef(t.oid)
+          FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+         WHERE c.relnamespace = 'bitemporal'::regnamespace AND NOT t.tgisinternal ORDER BY 1""",
+    "types": """
+        SELECT t.typname, t.typtype, obj_description(t.oid, 'pg_type'),
+               (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder)
+                  FROM pg_enum e WHERE e.enumtypid = t.oid)
+          FROM pg_type t
+         WHERE t.typnamespace = 'bitemporal'::regnamespace AND t.typname NOT LIKE '\\_%'
+         ORDER BY 1""",
+    "relations": """
+        SELECT relname, relkind, obj_description(oid, 'pg_class')
+          FROM pg_class WHERE relnamespace = 'bitemporal'::regnamespace ORDER BY 1""",
+}
+
+
+def catalog(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """What the migrations created in schema bitemporal, comparable across databases."""
+    with psycopg.connect(url) as conn:
+        return {name: conn.execute(query).fetchall() for name, query in CATALOG.items()}
