@@ -118,7 +118,7 @@ def fuzz_table(database_url: str) -> Iterator[str]:
     name = f"fuzz_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL(
-            "CREATE TABLE {} (k text, n integer, amount numeric(6, 2) NOT NULL, label varchar(8),"
+            "CREATE TABLE {} (k text, n integer, amount " "numeric(6, 2) NOT NULL, label varchar(8),"
             " CHECK (amount >= 0))").format(sql.Identifier(name)))
         conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k', 'n'])", (name,))
         yield name

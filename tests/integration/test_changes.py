@@ -72,7 +72,7 @@ def test_every_key_or_one(store: Store, key: Key, example: dict[str, int]) -> No
 
 def test_sql(connect: Any, key: Key, example: dict[str, int]) -> None:
     rows = connect().execute(
-        "SELECT change::text, version_id FROM bitemporal.changes('2026-10-01', '2026-10-03', %s, %s)",
+        "SELECT change::text, version_id FROM " "bitemporal.changes('2026-10-01', '2026-10-03', %s, %s)",
         (key.entity, key.attribute),
     ).fetchall()
     assert rows == [("retracted", example["90"])]

@@ -100,7 +100,8 @@ def test_first_writes_of_a_new_key_race_cleanly(connect: Any, key: Key) -> None:
 
 
 def test_later_transaction_time_wins_after_waiting(connect: Any, key: Key) -> None:
-    """A transaction that started first but writes second records knowledge after the first writer's."""
+    """A transaction that started first but writes second records knowledge after the first
+    writer's."""
     early = connect(autocommit=False)
     early.execute("SELECT now()")  # the transaction (and its timestamp) starts here
     late = Store(connect())

@@ -68,7 +68,8 @@ class TestTheRetrievalFailure:
     def test_filter_then_rank_picks_the_current_rule(self, store: Store, key: Key, rule: dict[str, int]) -> None:
         [hit] = store.evidence.rank(scores(rule), **QUESTION, limit=1)
         assert hit.value == 80 and hit.rank == 1 and math.isclose(hit.score, 0.93)
-        # The 80 MB version was cut by the announcement: its remainder carries the score and passage.
+        # The 80 MB version was cut by the announcement: its remainder carries the score and
+        # passage.
         assert hit.version.carried_from == rule["current"]
         assert hit.passage == "From 1 September 2026 the attachment limit is 80 MB."
         assert hit.document == "policy-2026-09.pdf#limits"

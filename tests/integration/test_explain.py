@@ -58,7 +58,7 @@ QUESTIONS: dict[str, tuple[dict[str, datetime], list[str], list[str]]] = {
         {"valid_at": at("2026-09-02"), "known_at": at("2026-09-02"), "now": NOW},
         ["effective", "as_recorded", "source"],
         ["in force from 2026-01-01",
-         "as recorded on 2026-09-02 12:00 UTC; corrected on 2026-09-03 09:00 UTC (as of 2026-09-29 12:00 UTC: 80)"],
+         ("as recorded on 2026-09-02 12:00 UTC; corrected on " "2026-09-03 09:00 UTC (as of 2026-09-29 12:00 UTC: 80)")],
     ),
     "retrospective": (
         {"valid_at": at("2026-09-02"), "now": NOW},
@@ -73,19 +73,19 @@ QUESTIONS: dict[str, tuple[dict[str, datetime], list[str], list[str]]] = {
     "missing": (
         {"valid_at": at("2025-06-01"), "now": NOW},
         ["unknown"],
-        ["nothing recorded for 2025-06-01 12:00 UTC: unknown, not zero (values are recorded from 2026-01-01)"],
+        [("nothing recorded for 2025-06-01 12:00 UTC: unknown, " "not zero (values are recorded from 2026-01-01)")],
     ),
     "conflict": (
         {"valid_at": at("2026-09-15"), "now": at("2026-10-05")},
         ["conflict", "corrected"],
-        [("sources disagree, none is preferred: policy says 80 (from 2026-09-01 until 2026-10-01), "
+        [("sources disagree, none is preferred: policy " "says 80 (from 2026-09-01 until 2026-10-01), "
           "forum says 90 (from 2026-09-01 until 2026-10-01)")],
     ),
     "projected": (
         {"valid_at": at("2027-03-01"), "now": at("2026-10-05")},
         ["effective", "projected", "source"],
         ["in force from 2026-10-01",
-         "projected: as known on 2026-10-05 12:00 UTC, nothing recorded changes it before 2027-03-01 12:00 UTC"],
+         ("projected: as known on 2026-10-05 12:00 UTC, nothing " "recorded changes it before 2027-03-01 12:00 UTC")],
     ),
 }
 
@@ -116,7 +116,7 @@ def test_json_is_the_sql_object_and_the_sentence_the_sql_sentence(
     args = (example.entity, example.attribute, question.get("valid_at"), question.get("known_at"),
             question.get("now"))
     sql_object, sql_sentence = connect().execute(
-        "SELECT e, bitemporal.explain_sentence(e) FROM bitemporal.explain(%s, %s, %s, %s, %s) e", args
+        "SELECT e, bitemporal.explain_sentence(e) FROM " "bitemporal.explain(%s, %s, %s, %s, %s) e", args
     ).fetchone()
     assert explanation.as_dict() == sql_object
     assert json.loads(explanation.to_json()) == sql_object

@@ -21,7 +21,7 @@ KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
 
 def history(conn: psycopg.Connection[Any], key: Key) -> list[tuple[Any, ...]]:
     return conn.execute(
-        "SELECT * FROM bitemporal.versions WHERE entity = %s AND attribute = %s ORDER BY version_id",
+        "SELECT * FROM bitemporal.versions WHERE entity " "= %s AND attribute = %s ORDER BY version_id",
         (key.entity, key.attribute),
     ).fetchall()
 

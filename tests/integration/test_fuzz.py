@@ -97,7 +97,7 @@ def check_sql_record(conn: psycopg.Connection[Any], entity: str, attribute: str,
     try:
         with errors.translate():
             conn.execute(
-                "SELECT bitemporal.record(%s, %s, %s, %s::jsonb, %s::timestamptz, %s::timestamptz, %s::timestamptz)",
+                "SELECT bitemporal.record(%s, %s, %s, %s::jsonb, " "%s::timestamptz, %s::timestamptz, %s::timestamptz)",
                 (entity, attribute, source, value, valid_from, valid_to, known_at),
             )
     except BitemporalError as exc:

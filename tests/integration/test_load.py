@@ -1,4 +1,5 @@
-"""A short load run: concurrent writers and readers, then every invariant (see bitemporal.bench.load)."""
+"""A short load run: concurrent writers and readers, then every invariant (see
+bitemporal.bench.load)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_a_supersession_makes_everything_derived_stale(store: Store, key: Key, d
                            f"2026-09-03 09:00 UTC by version {v80.version_id} (80)")
     [through] = stale[derived["summary"]].reasons
     assert through.via_artifact == derived["chunk"] and through.version_id == derived["v50"]
-    assert through.text.endswith(f", through artifact {derived['chunk']} (chunk {store.provenance.get(derived['chunk']).ref})")
+    assert through.text.endswith(f", through artifact {derived['chunk']} (chunk " f"{store.provenance.get(derived['chunk']).ref})")
     # As known before the change, nothing was stale.
     assert mine(store.provenance.stale(at("2026-09-03", 8)), ids) == {}
     assert mine(store.provenance.stale(at("2026-09-03", 9)), ids).keys() == ids

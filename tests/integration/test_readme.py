@@ -1,4 +1,5 @@
-"""The README's examples run as written: Python through the API, SQL through the real psql client."""
+"""The README's examples run as written: Python through the API, SQL through the real psql
+client."""
 
 from __future__ import annotations
 
@@ -77,7 +78,8 @@ def test_audit_queries(migrated_database_url: str) -> None:
     assert re.search(r"mailer:prod \| attachment_limit_mb \| policy \| 100 ", out)
     # On 2 September the store said 50 MB; by 5 October we know 80 MB applied that day.
     assert re.search(r"supported\s+\| \[50\]\s+\| supported\s+\| \[80\]\s+\| t", out)
-    # September's knowledge: the late change learned, the old rule superseded, the announcement, the forum.
+    # September's knowledge: the late change learned, the old rule superseded, the announcement,
+    # the forum.
     assert re.search(r"learned\s+\|.*\| policy \| 80 ", out) and re.search(r"superseded\s+\|.*\| policy \| 50 ", out)
     assert "log:line-40 |           14 | retention" in out and "fell below the threshold 0.2" in out
 

@@ -364,7 +364,8 @@ def test_a_large_batch(store: Store, raw: psycopg.Connection[Any]) -> None:
 
 
 def in_thread(conn: psycopg.Connection[Any], action: Callable[[], Any], done: list[Any]) -> threading.Thread:
-    """Runs ``action`` and commits ``conn`` in a thread; appends the result or the error to ``done``."""
+    """Runs ``action`` and commits ``conn`` in a thread; appends the result or the error to
+    ``done``."""
     def run() -> None:
         try:
             done.append(action())
@@ -472,7 +473,7 @@ def test_a_writer_only_role_can_record_many(
             writer.facts.record_many([{"key": key, "source": "", "value": 1}])
         # Still no direct writes.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("INSERT INTO bitemporal.fact_key VALUES ('x', 'y', now(), now(), pg_current_xact_id())")
+            conn.execute("INSERT INTO bitemporal.fact_key VALUES ('x', " "'y', now(), now(), pg_current_xact_id())")
     assert [v.value for v in store.facts.as_of(key, valid_at=GRID[1])] == [2]
     with (psycopg.connect(database_url, user=writer_login["reader"], autocommit=True) as conn,
           pytest.raises(PermissionDeniedError)):

@@ -53,7 +53,7 @@ def seeded(store: Store, key: Key) -> Key:
 
 
 DIRECT_WRITES = [
-    ("INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+    ("INSERT INTO bitemporal.fact_version (entity, " "attribute, source, value, valid_period, known_period) "
      "VALUES (%(e)s, 'x', 's', '1', tstzrange(NULL, NULL), tstzrange(now(), NULL))"),
     "UPDATE bitemporal.fact_version SET value = '1' WHERE entity = %(e)s",
     "DELETE FROM bitemporal.fact_version WHERE entity = %(e)s",

@@ -84,7 +84,7 @@ def test_nearest_then_filter_returns_missing(vstore: Store, vector_url: str, key
     with psycopg.connect(vector_url) as conn:
         [(nearest, value)] = conn.execute(
             "SELECT v.version_id, v.value FROM bitemporal.evidence_embedding x "
-            "JOIN bitemporal.evidence e USING (evidence_id) JOIN bitemporal.fact_version v USING (version_id) "
+            "JOIN bitemporal.evidence e USING (evidence_id) " "JOIN bitemporal.fact_version v USING (version_id) "
             "WHERE v.entity = %s ORDER BY x.embedding <=> %s::real[]::vector LIMIT 1",
             (key.entity, QUERY),
         ).fetchall()
@@ -114,7 +114,7 @@ def test_an_approximate_index_cannot_make_it_miss(vstore: Store, vector_url: str
             (QUESTION["valid_at"], QUESTION["known_at"], key.entity, key.attribute))]
         assert len(eligible) == 1
         # "+ 0": a filter the primary key cannot answer, as a filter on periods could not.
-        naive = ("SELECT x.evidence_id FROM bitemporal.evidence_embedding x WHERE x.evidence_id + 0 = ANY (%s) "
+        naive = ("SELECT x.evidence_id FROM bitemporal.evidence_embedding " "x WHERE x.evidence_id + 0 = ANY (%s) "
                  "ORDER BY x.embedding <=> %s::real[]::vector LIMIT 1")
         args = (eligible, QUERY)
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + naive, args))

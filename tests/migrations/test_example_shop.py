@@ -69,7 +69,7 @@ def test_up_down_up(empty_database_url: str) -> None:
     # The converted table kept its rows as versions valid from 2020, known from the migration.
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT id, name, lower(valid_period) FROM shop.supplier_as_of('2021-01-01') ORDER BY id").fetchall()
+            "SELECT id, name, lower(valid_period) FROM " "shop.supplier_as_of('2021-01-01') ORDER BY id").fetchall()
     assert rows == [(1, "Acme", datetime(2020, 1, 1, tzinfo=UTC)), (2, "Globex", datetime(2020, 1, 1, tzinfo=UTC))]
 
     command.downgrade(config(url), "shop0001")

@@ -31,10 +31,12 @@ BEFORE = migrations.revisions()[migrations.revisions().index("0008") - 1]
 N = 4
 
 WRITES = """
-    SELECT bitemporal.record('e' || k, 'a', 's', to_jsonb(i), '2020-01-01'::timestamptz + i * interval '1 day',
-                             NULL, '2020-01-01'::timestamptz + (k * 10 + i) * interval '1 minute')
+    SELECT bitemporal.record('e' || k, 'a', 's', to_jsonb(i),
+                             '2020-01-01'::timestamptz + i * interval '1 day', NULL,
+                             '2020-01-01'::timestamptz + (k * 10 + i) * interval '1 minute')
       FROM generate_series(1, 12) k, generate_series(0, 2) i ORDER BY k, i;
-    SELECT bitemporal.add_evidence(min(version_id), 'The first passage.') FROM bitemporal.fact_version;
+    SELECT bitemporal.add_evidence(min(version_id), 'The first passage.')
+      FROM bitemporal.fact_version;
 """
 STATE = {
     "versions": "SELECT * FROM bitemporal.fact_version ORDER BY version_id",
@@ -176,7 +178,7 @@ def test_foreign_keys_to_versions_become_triggers_and_come_back(make_database: D
         with conn.transaction():
             conn.execute("SELECT bitemporal.record('m', 'a', 's', '1', '2020-01-01')")
             conn.execute(
-                "SELECT bitemporal.add_evidence(max(version_id), 'Soon gone.') FROM bitemporal.fact_version"
+                "SELECT bitemporal.add_evidence(max(version_id), " "'Soon gone.') FROM bitemporal.fact_version"
             )
             conn.execute("SELECT bitemporal.record('m', 'a', 's', '2', '2020-01-01')")
         assert conn.execute(
@@ -184,14 +186,14 @@ def test_foreign_keys_to_versions_become_triggers_and_come_back(make_database: D
         ).fetchone() == (0,)
         conn.execute("SELECT bitemporal.partition_versions(0)")
         fkeys = conn.execute(
-            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "SELECT conrelid::regclass::text, conname, " "pg_get_constraintdef(oid) FROM pg_constraint "
             "WHERE confrelid = 'bitemporal.fact_version'::regclass ORDER BY 1"
         ).fetchall()
     assert fkeys == [
         (
             "bitemporal.evidence",
             "evidence_version_fkey",
-            "FOREIGN KEY (version_id) REFERENCES bitemporal.fact_version(version_id) ON DELETE CASCADE",
+            ("FOREIGN KEY (version_id) REFERENCES " "bitemporal.fact_version(version_id) ON DELETE CASCADE"),
         ),
         (
             "notes",
@@ -207,7 +209,7 @@ def test_roles_read_every_partition(partitioned: str) -> None:
             pytest.skip("the migration could not create the roles here")
         conn.execute("SELECT bitemporal.grant_roles()")
         readable = conn.execute(
-            "SELECT c.relname, has_table_privilege('bitemporal_reader', c.oid, 'SELECT') FROM pg_class c "
+            "SELECT c.relname, has_table_privilege('bitemporal_reader', " "c.oid, 'SELECT') FROM pg_class c "
             "WHERE c.relnamespace = 'bitemporal'::regnamespace AND c.relname LIKE 'fact_version%' "
             "AND c.relkind IN ('r', 'p') ORDER BY 1"
         ).fetchall()
