@@ -186,11 +186,14 @@ def migrated_database_url(server_url: str, databases: Databases) -> Iterator[str
 
 @pytest.fixture
 def connect(database_url: str) -> Iterator[Connect]:
-    """Opens extra psycopg connections to the test database; closes them afterwards."""
+    """Opens extra psycopg connections to the test database (as ``user``, by default the
+    session's); closes them afterwards."""
     opened: list[psycopg.Connection[Any]] = []
 
-    def open_connection(*, autocommit: bool = True) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(database_url, autocommit=autocommit)
+    def open_connection(
+        *, autocommit: bool = True, user: str | None = None
+    ) -> psycopg.Connection[Any]:
+        conn = psycopg.connect(database_url, autocommit=autocommit, user=user)  # None: the URL's
         opened.append(conn)
         return conn
 

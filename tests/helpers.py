@@ -4,13 +4,15 @@ strategies.py)."""
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypedDict
 
 import psycopg
 import pytest
 
-from bitemporal import cli
+from bitemporal import InMemoryMemory, Memory, cli
 
 
 class DatabaseFactory(Protocol):
@@ -20,10 +22,12 @@ class DatabaseFactory(Protocol):
 
 
 class Connect(Protocol):
-    """The ``connect`` fixture: another connection to the session's database, closed after
-    the test."""
+    """The ``connect`` fixture: another connection to the session's database (as ``user``),
+    closed after the test."""
 
-    def __call__(self, *, autocommit: bool = True) -> psycopg.Connection[Any]: ...
+    def __call__(
+        self, *, autocommit: bool = True, user: str | None = None
+    ) -> psycopg.Connection[Any]: ...
 
 
 class Question(TypedDict):
@@ -43,6 +47,41 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     code = cli.main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run_threads(count: int, work: Callable[[int, threading.Barrier], None]) -> None:
+    """Runs ``work(i, barrier)`` in ``count`` threads at once (``barrier.wait()`` lines them up)
+    and fails with what any of them raised."""
+    barrier = threading.Barrier(count)
+    failures: list[BaseException] = []
+
+    def target(i: int) -> None:
+        try:
+            work(i, barrier)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread still runs after two minutes"
+    assert not failures, failures
+
+
+def fifteen_turns(memory: Memory | InMemoryMemory) -> tuple[float, float]:
+    """The issue's example ("Decay for working memory", point 2) on either engine: the
+    retentions of an item never recalled and of one recalled 4 times, after 15 turns. The first
+    is pinned so that it can still be measured (unpinned it is evicted at 13 turns); retention
+    decays all the same."""
+    memory.register("once", pinned=True)
+    memory.register("used")
+    for _ in range(4):
+        memory.recall("used")
+    for _ in range(15):
+        memory.step()
+    return memory.retention("once"), memory.retention("used")
 
 
 def serial_stability(baseline: float, recalls: int) -> float:

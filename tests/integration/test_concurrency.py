@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,30 +11,13 @@ import psycopg
 import pytest
 
 from bitemporal import Key, QueryCanceledError, Recorded, Store
+from tests.helpers import run_threads
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def day(n: int) -> datetime:
     return DAY0 + timedelta(days=n)
-
-
-def run_threads(count: int, work: Callable[[int, threading.Barrier], None]) -> None:
-    barrier = threading.Barrier(count)
-    failures: list[BaseException] = []
-
-    def target(i: int) -> None:
-        try:
-            work(i, barrier)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            failures.append(exc)
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not failures, failures
 
 
 def assert_well_formed(conn: psycopg.Connection[Any], key: Key) -> None:

@@ -36,7 +36,7 @@ from bitemporal import (
 )
 from bitemporal.decay import Policy, decay_crossing, decay_retention
 from bitemporal.errors import translate
-from tests.helpers import serial_stability
+from tests.helpers import fifteen_turns, run_threads, serial_stability
 
 
 def fresh(prefix: str = "test") -> str:
@@ -90,15 +90,8 @@ def test_four_recalls_then_111_silent_turns(store: Store) -> None:
 
 
 def test_at_15_turns_0_153_against_0_950(store: Store) -> None:
-    memory = store.memory(fresh())
-    memory.register("once", pinned=True)  # kept so it can be measured
-    memory.register("used")
-    for _ in range(4):
-        memory.recall("used")
-    for _ in range(15):
-        memory.step()
-    assert round(memory.retention("once"), 3) == 0.153
-    assert round(memory.retention("used"), 3) == 0.950
+    once, used = fifteen_turns(store.memory(fresh()))
+    assert (round(once, 3), round(used, 3)) == (0.153, 0.950)
 
 
 def test_window_policy_through_postgres(store: Store) -> None:
@@ -220,30 +213,12 @@ def test_random_sessions_match_the_in_memory_engine(
 # --- concurrency -----------------------------------------------------------------------------
 
 
-def run_threads(count: int, target: Callable[[int], None]) -> None:
-    errors: list[BaseException] = []
-
-    def guarded(k: int) -> None:
-        try:
-            target(k)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-
-
 def test_concurrent_recalls_are_all_counted(connect: Any) -> None:
     namespace, threads, each = fresh(), 4, 25
     Store(connect()).memory(namespace).register("hot")
     stores = [Store(connect()) for _ in range(threads)]
-    barrier = threading.Barrier(threads)
 
-    def recall(k: int) -> None:
+    def recall(k: int, barrier: threading.Barrier) -> None:
         memory = stores[k].memory(namespace)
         barrier.wait()
         for _ in range(each):
@@ -270,8 +245,9 @@ def test_concurrent_steps_serialise(connect: Any) -> None:
     stores = [Store(connect()) for _ in range(threads)]
     evicted: list[list[str]] = [[] for _ in range(threads)]
 
-    def step(k: int) -> None:
+    def step(k: int, barrier: threading.Barrier) -> None:
         m = stores[k].memory(namespace, WindowPolicy(window=2))
+        barrier.wait()
         for _ in range(each):
             evicted[k].extend(m.step())
 

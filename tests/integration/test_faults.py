@@ -6,6 +6,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,27 @@ def wait_until_blocked(observer: psycopg.Connection[Any], pid: int) -> None:
     raise AssertionError("the write never blocked")
 
 
+def terminated_while_blocked(
+    observer: psycopg.Connection[Any], victim: psycopg.Connection[Any], write: Callable[[], object]
+) -> BaseException | None:
+    """Runs ``write`` (on ``victim``) in a thread until it waits on a lock, terminates the
+    victim's backend, and returns what ``write`` raised."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            write()
+        except BaseException as exc:  # noqa: BLE001 - returned
+            failure.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_until_blocked(observer, victim.info.backend_pid)
+    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
+    thread.join(timeout=30)
+    return failure[0] if failure else None
+
+
 @pytest.fixture
 def seeded(store: Store, key: Key) -> Key:
     store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=KNOWN)
@@ -48,22 +70,14 @@ def test_backend_terminated_inside_record(connect: Any, seeded: Key) -> None:
     holder = connect(autocommit=False)
     Store(holder).facts.record(seeded, 60, source="policy", valid_from=date(2026, 3, 1))  # holds the key lock
     victim = connect()
-    failure: list[BaseException] = []
-
-    def write() -> None:
-        try:
-            Store(victim).facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            failure.append(exc)
-
-    thread = threading.Thread(target=write)
-    thread.start()
-    wait_until_blocked(observer, victim.info.backend_pid)
-    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
-    thread.join(timeout=30)
+    failure = terminated_while_blocked(
+        observer,
+        victim,
+        lambda: Store(victim).facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1)),
+    )
     holder.rollback()
-    assert failure and isinstance(failure[0], ConnectionLostError)
-    assert isinstance(failure[0].__cause__, psycopg.OperationalError)
+    assert isinstance(failure, ConnectionLostError)
+    assert isinstance(failure.__cause__, psycopg.OperationalError)
     assert history(observer, seeded) == before
 
 
@@ -128,21 +142,8 @@ def test_backend_terminated_inside_step(connect: Any) -> None:
     victim = connect()
     victim_memory = Store(victim).memory(namespace)
     Store(holder).memory(namespace).step()  # holds the namespace until it rolls back
-    failure: list[BaseException] = []
-
-    def step() -> None:
-        try:
-            victim_memory.step()
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            failure.append(exc)
-
-    thread = threading.Thread(target=step)
-    thread.start()
-    observer = connect()
-    wait_until_blocked(observer, victim.info.backend_pid)
-    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
-    thread.join(timeout=30)
+    failure = terminated_while_blocked(connect(), victim, victim_memory.step)
     holder.rollback()
-    assert failure and isinstance(failure[0], ConnectionLostError)
-    assert isinstance(failure[0].__cause__, psycopg.OperationalError)
+    assert isinstance(failure, ConnectionLostError)
+    assert isinstance(failure.__cause__, psycopg.OperationalError)
     assert state() == before
