@@ -283,3 +283,15 @@ def test_partition_counts_out_of_range_are_refused(partitioned: str) -> None:
         with psycopg.connect(partitioned) as conn, pytest.raises(errors.InvalidParameterValue, match="between 0"):
             conn.execute("SELECT bitemporal.partition_versions(%s)", (n,))
     assert scalar(partitioned, "SELECT bitemporal.version_partitions()") == layout
+
+
+def test_the_suite_databases_have_the_layout_under_test(
+    database_url: str, migrated_database_url: str, make_database: DatabaseFactory,
+    partitions: int | None,
+) -> None:
+    """The templates the suite clones (tests/conftest.py) are migrated in the layout that
+    BITEMPORAL_TEST_PARTITIONS asks for, and ``default_layout=True`` in the default one."""
+    count = "SELECT bitemporal.version_partitions()"
+    for url in (database_url, migrated_database_url, make_database(migrated=True)):
+        assert scalar(url, count) == (partitions or 0)
+    assert scalar(make_database(migrated=True, default_layout=True), count) == 0
