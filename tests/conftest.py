@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +91,6 @@ def partitions() -> int | None:
     """Partitions of the version table in the databases the tests migrate (None: default layout)."""
     value = os.environ.get("BITEMPORAL_TEST_PARTITIONS")
     return int(value) if value else None
-
-
-@pytest.fixture(scope="session")
-def migrate_database(partitions: int | None) -> Callable[[str], None]:
-    """Migrates a database to head in the layout under test."""
-
-    def run(url: str) -> None:
-        bitemporal.migrate(url, partitions=partitions)
-
-    return run
 
 
 class Databases:

@@ -36,7 +36,7 @@ from bitemporal import (
 )
 from bitemporal.decay import Policy, decay_crossing, decay_retention
 from bitemporal.errors import translate
-from tests.helpers import fifteen_turns, run_threads, serial_stability
+from tests.helpers import Connect, fifteen_turns, run_threads, serial_stability
 
 
 def fresh(prefix: str = "test") -> str:
@@ -213,7 +213,7 @@ def test_random_sessions_match_the_in_memory_engine(
 # --- concurrency -----------------------------------------------------------------------------
 
 
-def test_concurrent_recalls_are_all_counted(connect: Any) -> None:
+def test_concurrent_recalls_are_all_counted(connect: Connect) -> None:
     namespace, threads, each = fresh(), 4, 25
     Store(connect()).memory(namespace).register("hot")
     stores = [Store(connect()) for _ in range(threads)]
@@ -238,7 +238,7 @@ def test_concurrent_recalls_are_all_counted(connect: Any) -> None:
     assert counts == list(range(2, 2 + threads * each))
 
 
-def test_concurrent_steps_serialise(connect: Any) -> None:
+def test_concurrent_steps_serialise(connect: Connect) -> None:
     namespace, threads, each = fresh(), 3, 10
     memory = Store(connect()).memory(namespace, WindowPolicy(window=2))
     memory.register_many([f"i{k}" for k in range(40)])
@@ -257,7 +257,7 @@ def test_concurrent_steps_serialise(connect: Any) -> None:
     assert {i.evicted_turn for i in memory.items()} == {4}
 
 
-def test_recalls_wait_for_a_step_of_their_namespace(connect: Any) -> None:
+def test_recalls_wait_for_a_step_of_their_namespace(connect: Connect) -> None:
     """A recall during a step sees the turn after it: the namespace row serialises them."""
     namespace = fresh()
     Store(connect()).memory(namespace).register("x")
@@ -464,7 +464,7 @@ def test_unknown_namespace_on_reads(store: Store) -> None:
 # --- cost: the step evicts by a range scan of the crossing-turn index ----------------------------
 
 
-def test_step_evicts_through_the_crossing_turn_index(store: Store, connect: Any) -> None:
+def test_step_evicts_through_the_crossing_turn_index(store: Store, connect: Connect) -> None:
     memory = store.memory(fresh("plan"))
     memory.register_many([f"bulk-{i}" for i in range(20_000)], stability=1e9)
     memory.register_many([f"due-{i}" for i in range(5)], stability=0.5)

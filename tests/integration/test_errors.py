@@ -25,6 +25,7 @@ from bitemporal import (
     UnknownKeyError,
     errors,
 )
+from tests.helpers import Connect
 
 KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -203,7 +204,7 @@ def test_a_closed_version_cannot_be_closed_again(store: Store, seeded: Key) -> N
     unchanged(store, seeded, AppendOnlyError, call)
 
 
-def test_refused_write_keeps_the_callers_transaction_usable(connect: Any, key: Key) -> None:
+def test_refused_write_keeps_the_callers_transaction_usable(connect: Connect, key: Key) -> None:
     conn = connect(autocommit=False)
     store = Store(conn)
     store.facts.record(key, 1, source="s", valid_to=date(2026, 1, 1))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import uuid
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 import psycopg
 import pytest
@@ -26,7 +25,7 @@ from bitemporal import (
     VectorNotEnabledError,
     VectorUnavailableError,
 )
-from tests.helpers import Question, at
+from tests.helpers import Connect, Question, at
 
 #: A date inside the current rule's period, asked with what the store knows on 29 September.
 QUESTION: Question = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
@@ -88,7 +87,7 @@ class TestTheRetrievalFailure:
         hits = store.evidence.rank(scores(rule), valid_at=at("2026-09-02"), known_at=at("2026-09-02"))
         assert [(h.value, h.version.version_id) for h in hits] == [(50, rule["old"])]
 
-    def test_sql_function_gives_the_same(self, connect: Any, key: Key, rule: dict[str, int]) -> None:
+    def test_sql_function_gives_the_same(self, connect: Connect, key: Key, rule: dict[str, int]) -> None:
         ids, values = zip(*scores(rule).items(), strict=True)
         rows = connect().execute(
             "SELECT rank, value, passage FROM bitemporal.rank_versions(%s, %s, %s, %s, 1)",
@@ -190,7 +189,7 @@ class TestErrors:
             with pytest.raises(InvalidSearchError):
                 store.evidence.rank({1: bad})  # type: ignore[dict-item]
 
-    def test_bad_scores_in_sql(self, connect: Any) -> None:
+    def test_bad_scores_in_sql(self, connect: Connect) -> None:
         conn = connect()
         for call in ("SELECT * FROM bitemporal.rank_versions('{1}', '{NaN}')",
                      "SELECT * FROM bitemporal.rank_versions('{1,2}', '{0.5}')",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
-from typing import Any
 
 import pytest
 
@@ -25,7 +24,7 @@ from bitemporal import (
     Verdict,
     render,
 )
-from tests.helpers import at
+from tests.helpers import Connect, at
 
 NOW = at("2026-09-29")
 
@@ -109,15 +108,17 @@ def test_qualifications(store: Store, example: Key, name: str) -> None:
 
 @pytest.mark.parametrize("name", list(QUESTIONS))
 def test_json_is_the_sql_object_and_the_sentence_the_sql_sentence(
-    store: Store, example: Key, connect: Any, name: str
+    store: Store, example: Key, connect: Connect, name: str
 ) -> None:
     question = QUESTIONS[name][0]
     explanation = store.facts.explain(example, **question)
     args = (example.entity, example.attribute, question.get("valid_at"), question.get("known_at"),
             question.get("now"))
-    sql_object, sql_sentence = connect().execute(
+    row = connect().execute(
         "SELECT e, bitemporal.explain_sentence(e) FROM " "bitemporal.explain(%s, %s, %s, %s, %s) e", args
     ).fetchone()
+    assert row is not None
+    sql_object, sql_sentence = row
     assert explanation.as_dict() == sql_object
     assert json.loads(explanation.to_json()) == sql_object
     assert Explanation.from_dict(json.loads(explanation.to_json())) == explanation

@@ -16,6 +16,7 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from bitemporal import ConnectionLostError, Key, QueryCanceledError, Store, migrate
+from tests.helpers import Connect
 
 KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -64,7 +65,7 @@ def seeded(store: Store, key: Key) -> Key:
     return key
 
 
-def test_backend_terminated_inside_record(connect: Any, seeded: Key) -> None:
+def test_backend_terminated_inside_record(connect: Connect, seeded: Key) -> None:
     observer = connect()
     before = history(observer, seeded)
     holder = connect(autocommit=False)
@@ -81,7 +82,7 @@ def test_backend_terminated_inside_record(connect: Any, seeded: Key) -> None:
     assert history(observer, seeded) == before
 
 
-def test_statement_timeout_inside_record(connect: Any, seeded: Key) -> None:
+def test_statement_timeout_inside_record(connect: Connect, seeded: Key) -> None:
     observer = connect()
     before = history(observer, seeded)
     holder = connect(autocommit=False)
@@ -126,7 +127,7 @@ def test_pool_recovers_after_an_embedded_server_restart() -> None:
     assert sum(v.known_period.is_open for v in versions) == 1
 
 
-def test_backend_terminated_inside_step(connect: Any) -> None:
+def test_backend_terminated_inside_step(connect: Connect) -> None:
     namespace = f"faults-{uuid.uuid4().hex}"
     setup = Store(connect()).memory(namespace)
     for n in range(20):

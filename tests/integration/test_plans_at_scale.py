@@ -39,7 +39,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from bitemporal import migrate
+from tests.helpers import DatabaseFactory
 
 KEYS, CHANGES = 5_000, 100
 #: Keys with a second source that disagrees now (open conflicts).
@@ -202,9 +202,8 @@ def fill(url: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def conn(make_database: Any) -> Iterator[psycopg.Connection[Any]]:
-    url = make_database()
-    migrate(url)
+def conn(make_database: DatabaseFactory) -> Iterator[psycopg.Connection[Any]]:
+    url = make_database(migrated=True, default_layout=True)
     fill(url)
     with psycopg.connect(url, autocommit=True) as c:
         yield c

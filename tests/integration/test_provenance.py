@@ -21,7 +21,7 @@ from bitemporal import (
     UnknownArtifactError,
     UnknownVersionError,
 )
-from tests.helpers import at
+from tests.helpers import Connect, at
 
 
 def mine(stale: list[StaleArtifact], ids: set[int]) -> dict[int, StaleArtifact]:
@@ -158,7 +158,7 @@ class TestErrors:
 
 
 class TestNotify:
-    def listener(self, connect: Any) -> psycopg.Connection[Any]:
+    def listener(self, connect: Connect) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] = connect()
         conn.execute(f"LISTEN {CHANNEL}")
         return conn
@@ -175,7 +175,7 @@ class TestNotify:
                 found.append(invalidation)
         return found
 
-    def test_supersession_and_retraction_are_announced(self, store: Store, key: Key, connect: Any) -> None:
+    def test_supersession_and_retraction_are_announced(self, store: Store, key: Key, connect: Connect) -> None:
         first = store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"))
         listener = self.listener(connect)
         second = store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1),
@@ -187,7 +187,7 @@ class TestNotify:
         invalidations = self.received(listener, key, expect=1)
         assert [(i.version_id, i.change) for i in invalidations] == [(ended[0], "retracted")]
 
-    def test_sent_at_commit_only(self, key: Key, connect: Any) -> None:
+    def test_sent_at_commit_only(self, key: Key, connect: Connect) -> None:
         writer = Store(connect(autocommit=False))
         writer.facts.record(key, 1, source="s")
         writer.connection.commit()
@@ -200,13 +200,13 @@ class TestNotify:
         writer.connection.commit()
         assert [i.change for i in self.received(listener, key, expect=1)] == ["superseded"]
 
-    def test_new_facts_are_not_invalidations(self, store: Store, key: Key, connect: Any) -> None:
+    def test_new_facts_are_not_invalidations(self, store: Store, key: Key, connect: Connect) -> None:
         listener = self.listener(connect)
         store.facts.record(key, 1, source="s")
         store.facts.record(key, 1, source="other")
         assert self.received(listener, key) == []
 
-    def test_oversized_payload_is_truncated_not_lost(self, store: Store, connect: Any) -> None:
+    def test_oversized_payload_is_truncated_not_lost(self, store: Store, connect: Connect) -> None:
         key = Key("\u0001" * 1000, "attribute")  # JSON writes each as \u0001: over 8000 bytes in all
         store.facts.record(key, 1, source="\u0001" * 1000)
         listener = self.listener(connect)
@@ -217,7 +217,7 @@ class TestNotify:
 
 
 def test_a_writer_role_records_artifacts_and_its_supersessions_are_announced(
-    database_url: str, store: Store, key: Key, ref: str, connect: Any
+    database_url: str, store: Store, key: Key, ref: str, connect: Connect
 ) -> None:
     """Writers write only through SECURITY DEFINER functions (sql/security.v1.sql); the
     notification trigger, which fires at commit as the writer, must still work."""

@@ -61,7 +61,7 @@ def scalar(url: str, query: str, *params: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def partitioned(make_database: Any) -> Iterator[str]:
+def partitioned(make_database: DatabaseFactory) -> Iterator[str]:
     """A database at head, partitioned into N, with some history."""
     url = make_database()
     migrations.migrate(url, partitions=N)
@@ -236,7 +236,7 @@ def test_the_option_past_0008_says_how_to_convert(make_database: DatabaseFactory
         partitions_option("-1")
 
 
-def test_offline_script_with_the_option_builds_the_same_schema(make_database: Any) -> None:
+def test_offline_script_with_the_option_builds_the_same_schema(make_database: DatabaseFactory) -> None:
     online, offline = make_database(), make_database()
     migrations.migrate(online, partitions=N)
     script = migrations.sql_script(partitions=N)
@@ -247,7 +247,7 @@ def test_offline_script_with_the_option_builds_the_same_schema(make_database: An
 
 
 def test_alembic_and_cli_take_the_option(
-    make_database: Any, capsys: pytest.CaptureFixture[str]
+    make_database: DatabaseFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with_alembic, with_cli = make_database(), make_database()
     cfg = Config(str(Path(__file__).parents[2] / "alembic.ini"), stdout=io.StringIO())
