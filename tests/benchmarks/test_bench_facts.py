@@ -167,7 +167,7 @@ def test_periods_extension(server_url: str, series: tuple[dict[str, Any], str, P
         assert not info["available"] and "not installed" in info["reason"]
         assert "periods extension: unavailable" in out
         pytest.skip(
-            "the periods extension is not installed on this server (apt-get install postgresql-15-periods)"
+            "the periods extension is not installed on this " "server (apt-get install postgresql-15-periods)"
         )
     largest = result["sizes"][1]
     assert info["available"] and set(bench.PERIODS_OPERATIONS) <= set(largest["summary"])

@@ -7,9 +7,8 @@ from typing import Any
 from benchmarks import load
 
 
-def test_short_load_run_keeps_every_invariant(make_database: Any, migrate_database: Any) -> None:
-    url = make_database()
-    migrate_database(url)
+def test_short_load_run_keeps_every_invariant(migrated_database_url: str) -> None:
+    url = migrated_database_url
     phases, violations, _ = load.run(url, writers=4, readers=4, seconds=2, keys=200)
     assert violations == {"overlapping versions": 0, "empty periods": 0, "past answers changed": 0}
     for phase in phases:

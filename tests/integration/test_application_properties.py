@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -25,7 +25,9 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 from bitemporal import BitemporalError, Store, TableVersion, UnknownKeyError
-from tests.integration.test_properties import (
+from tests.reference_model import FactModel, Period
+from tests.reference_model import Version as ModelVersion
+from tests.strategies import (
     KNOWN_BASE,
     SOURCES,
     US,
@@ -34,8 +36,6 @@ from tests.integration.test_properties import (
     knowledge_times,
     scenarios,
 )
-from tests.reference_model import FactModel, Period
-from tests.reference_model import Version as ModelVersion
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +80,6 @@ def apply(store: Store, table: str, model: FactModel, item: str, op: Op, known_a
     assert len(ended) == model.retract(op.source, op.valid, known_at), op
 
 
-@pytest.fixture
-def raw(connect: Callable[..., psycopg.Connection[Any]]) -> psycopg.Connection[Any]:
-    """One autocommit connection, shared by a test's examples."""
-    return connect()
-
-
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_application_table_agrees_with_the_model(
@@ -124,7 +118,7 @@ def fuzz_table(database_url: str) -> Iterator[str]:
     name = f"fuzz_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL(
-            "CREATE TABLE {} (k text, n integer, amount numeric(6, 2) NOT NULL, label varchar(8),"
+            "CREATE TABLE {} (k text, n integer, amount " "numeric(6, 2) NOT NULL, label varchar(8),"
             " CHECK (amount >= 0))").format(sql.Identifier(name)))
         conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k', 'n'])", (name,))
         yield name

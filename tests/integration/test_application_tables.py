@@ -87,13 +87,15 @@ def test_the_generated_functions_record_correct_and_retract(store: Store, schema
     # An identical row already known for the whole period: nothing written.
     again = t.record(prices, price(amount=Decimal("10.00")), valid_from=MAR, valid_to=APR)
     assert (again.created, again.version_id) == (False, first.version_id)
-    # A correction of a past period, learned now: the old version is closed, its remainders re-recorded.
+    # A correction of a past period, learned now: the old version is closed, its remainders
+    # re-recorded.
     fix = t.record(prices, price(amount=Decimal("12.50"), note="late raise"), valid_from=MAR, valid_to=APR)
     assert fix.created and fix.superseded == (first.version_id,)
 
     now = {v.valid_period.start: v.row["amount"] for v in t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR)}
     assert now == {MAR: Decimal("12.50")}
     # What was known before the correction, for March: 10.
+    assert fix.known_at is not None
     before = t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR, known_at=fix.known_at - US)
     assert [v.row["amount"] for v in before] == [Decimal("10.00")]
 
@@ -393,7 +395,7 @@ def test_a_writer_role_needs_only_execute(connect: Callable[..., psycopg.Connect
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record")))
         conn.execute("RESET ROLE")
-        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {}(text, text, timestamptz, timestamptz, timestamptz) TO {}").format(
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {}(text, text, " "timestamptz, timestamptz, timestamptz) TO {}").format(
             sql.Identifier(schema, "product_record"), sql.Identifier(role)))
         conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         conn.execute(sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record")))
@@ -432,10 +434,10 @@ def test_refresh_keeps_the_grants_of_the_functions(
 
     def privileges() -> list[tuple[str, bool, bool]]:
         """(function, role may execute, PUBLIC may execute) for each of product's functions."""
-        return [tuple(r) for r in conn.execute(  # type: ignore[misc]
+        return [tuple(r) for r in conn.execute(
             "SELECT p.proname, has_function_privilege(%s, p.oid, 'EXECUTE'),"
-            " coalesce(p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0), false)"
-            " FROM pg_proc p WHERE p.pronamespace = %s::regnamespace AND starts_with(p.proname, 'product_') ORDER BY 1",
+            " coalesce(p.proacl IS NULL OR EXISTS (SELECT FROM " "aclexplode(p.proacl) a WHERE a.grantee = 0), false)"
+            " FROM pg_proc p WHERE p.pronamespace = %s::regnamespace " "AND starts_with(p.proname, 'product_') ORDER BY 1",
             (role, schema)).fetchall()]
 
     conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
@@ -481,7 +483,7 @@ def test_schema_functions_refuse_bad_input_and_change_nothing(
     conn = connect()
     conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
     catalog = (
-        "SELECT (SELECT count(*) FROM bitemporal.app_reference), (SELECT count(*) FROM bitemporal.app_table),"
+        "SELECT (SELECT count(*) FROM bitemporal.app_reference), " "(SELECT count(*) FROM bitemporal.app_table),"
         " (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
         "   WHERE c.relnamespace = to_regnamespace(%s)),"
         " (SELECT count(*) FROM pg_proc WHERE pronamespace = to_regnamespace(%s))"

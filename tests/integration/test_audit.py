@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from bitemporal import (
@@ -17,13 +18,10 @@ from bitemporal import (
     errors,
 )
 from bitemporal.plot import draw
+from tests.helpers import at
 
 
-def at(day: str) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=12, tzinfo=UTC)
-
-
-def rows(conn: Any, query: str, *args: object) -> list[tuple[Any, ...]]:
+def rows(conn: psycopg.Connection[Any], query: str, *args: object) -> list[tuple[Any, ...]]:
     with errors.translate():
         return conn.execute(query, args).fetchall()
 

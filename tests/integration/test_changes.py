@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
 
 from bitemporal import ChangeKind, InvalidPeriodError, Key, Store
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
+from tests.helpers import Connect, at
 
 
 @pytest.fixture
@@ -73,15 +70,15 @@ def test_every_key_or_one(store: Store, key: Key, example: dict[str, int]) -> No
     assert store.facts.changes(*window, key=key) == []
 
 
-def test_sql(connect: Any, key: Key, example: dict[str, int]) -> None:
+def test_sql(connect: Connect, key: Key, example: dict[str, int]) -> None:
     rows = connect().execute(
-        "SELECT change::text, version_id FROM bitemporal.changes('2026-10-01', '2026-10-03', %s, %s)",
+        "SELECT change::text, version_id FROM " "bitemporal.changes('2026-10-01', '2026-10-03', %s, %s)",
         (key.entity, key.attribute),
     ).fetchall()
     assert rows == [("retracted", example["90"])]
 
 
-def test_inverted_window(store: Store, connect: Any) -> None:
+def test_inverted_window(store: Store, connect: Connect) -> None:
     with pytest.raises(InvalidPeriodError):
         store.facts.changes(at("2026-10-01"), at("2026-09-01"))
     with pytest.raises(psycopg.Error) as caught:

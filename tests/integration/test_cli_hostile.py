@@ -38,13 +38,16 @@ FILES: dict[str, bytes] = {
     "latin1.csv": "entity,attribute,source,value\nhostile:é,a,s,1\n".encode("latin-1"),
     "latin1.jsonl": '{"entity": "hostile:é", "attribute": "a", "source": "s", "value": 1}\n'.encode("latin-1"),
     "garbage.jsonl": bytes(range(256)) * 4,
-    "surrogate.jsonl": b'{"entity": "hostile:\\ud800", "attribute": "a", "source": "s", "value": 1}\n',
-    "surrogate_value.jsonl": b'{"entity": "hostile:e", "attribute": "a", "source": "s", "value": "\\udfff"}\n',
+    "surrogate.jsonl": b'{"entity": "hostile:\\ud800", "attribute": "a", "source": "s", '
+    b'"value": 1}\n',
+    "surrogate_value.jsonl": b'{"entity": "hostile:e", "attribute": "a", "source": "s", '
+    b'"value": "\\udfff"}\n',
     "nul.jsonl": _jsonl(recorded_by="a\x00b").encode(),
     "nul_value.jsonl": _jsonl(value="a\x00b").encode(),
     "array.jsonl": b"[1, 2, 3]\n",
     "not_json.jsonl": b"{nope\n",
-    "null_value.jsonl": b'{"entity": "hostile:e", "attribute": "a", "source": "s", "value": null}\n',
+    "null_value.jsonl": b'{"entity": "hostile:e", "attribute": "a", "source": "s", '
+    b'"value": null}\n',
     "bad_date.jsonl": _jsonl(valid_from="2026-02-30").encode(),
     "huge_year.jsonl": _jsonl(valid_from="99999-01-01").encode(),
     "inverted.jsonl": _jsonl(valid_from="2026-02-01", valid_to="2026-01-01").encode(),

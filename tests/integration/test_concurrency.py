@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,30 +11,13 @@ import psycopg
 import pytest
 
 from bitemporal import Key, QueryCanceledError, Recorded, Store
+from tests.helpers import Connect, run_threads
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def day(n: int) -> datetime:
     return DAY0 + timedelta(days=n)
-
-
-def run_threads(count: int, work: Callable[[int, threading.Barrier], None]) -> None:
-    barrier = threading.Barrier(count)
-    failures: list[BaseException] = []
-
-    def target(i: int) -> None:
-        try:
-            work(i, barrier)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            failures.append(exc)
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not failures, failures
 
 
 def assert_well_formed(conn: psycopg.Connection[Any], key: Key) -> None:
@@ -56,7 +38,7 @@ def assert_well_formed(conn: psycopg.Connection[Any], key: Key) -> None:
     assert bad == (0,)
 
 
-def test_writers_of_one_key_serialise(connect: Any, key: Key) -> None:
+def test_writers_of_one_key_serialise(connect: Connect, key: Key) -> None:
     writers, rounds = 6, 15
     results: list[list[tuple[Recorded, tuple[int, int, int]]]] = [[] for _ in range(writers)]
 
@@ -88,7 +70,7 @@ def test_writers_of_one_key_serialise(connect: Any, key: Key) -> None:
         assert answer.value == painted.get(d), d
 
 
-def test_first_writes_of_a_new_key_race_cleanly(connect: Any, key: Key) -> None:
+def test_first_writes_of_a_new_key_race_cleanly(connect: Connect, key: Key) -> None:
     def work(i: int, barrier: threading.Barrier) -> None:
         store = Store(connect())
         barrier.wait()
@@ -99,8 +81,9 @@ def test_first_writes_of_a_new_key_race_cleanly(connect: Any, key: Key) -> None:
     assert answer.values == tuple(range(8))
 
 
-def test_later_transaction_time_wins_after_waiting(connect: Any, key: Key) -> None:
-    """A transaction that started first but writes second records knowledge after the first writer's."""
+def test_later_transaction_time_wins_after_waiting(connect: Connect, key: Key) -> None:
+    """A transaction that started first but writes second records knowledge after the first
+    writer's."""
     early = connect(autocommit=False)
     early.execute("SELECT now()")  # the transaction (and its timestamp) starts here
     late = Store(connect())
@@ -113,7 +96,7 @@ def test_later_transaction_time_wins_after_waiting(connect: Any, key: Key) -> No
     assert old.known_period.end == new.known_period.start == second.known_at
 
 
-def test_other_keys_do_not_block(connect: Any, key: Key) -> None:
+def test_other_keys_do_not_block(connect: Connect, key: Key) -> None:
     holder = connect(autocommit=False)
     Store(holder).facts.record(key, 1, source="s")  # holds the key's lock until commit
     other = connect(autocommit=False)
@@ -132,7 +115,7 @@ def test_other_keys_do_not_block(connect: Any, key: Key) -> None:
     assert Store(connect()).facts.resolve(key).value == 1
 
 
-def test_many_keys_in_parallel(connect: Any, key: Key) -> None:
+def test_many_keys_in_parallel(connect: Connect, key: Key) -> None:
     keys = [Key(f"{key.entity}:{n}", key.attribute) for n in range(40)]
 
     def work(i: int, barrier: threading.Barrier) -> None:

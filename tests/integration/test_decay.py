@@ -36,17 +36,11 @@ from bitemporal import (
 )
 from bitemporal.decay import Policy, decay_crossing, decay_retention
 from bitemporal.errors import translate
+from tests.helpers import Connect, fifteen_turns, run_threads, serial_stability
 
 
 def fresh(prefix: str = "test") -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
-
-
-def serial_stability(baseline: float, recalls: int) -> float:
-    s = baseline
-    for count in range(2, recalls + 2):
-        s = s * (1 + math.log(1 + count))
-    return s
 
 
 def log_rows(conn: psycopg.Connection[Any], namespace: str, item: str | None = None) -> list[tuple[Any, ...]]:
@@ -96,15 +90,8 @@ def test_four_recalls_then_111_silent_turns(store: Store) -> None:
 
 
 def test_at_15_turns_0_153_against_0_950(store: Store) -> None:
-    memory = store.memory(fresh())
-    memory.register("once", pinned=True)  # kept so it can be measured
-    memory.register("used")
-    for _ in range(4):
-        memory.recall("used")
-    for _ in range(15):
-        memory.step()
-    assert round(memory.retention("once"), 3) == 0.153
-    assert round(memory.retention("used"), 3) == 0.950
+    once, used = fifteen_turns(store.memory(fresh()))
+    assert (round(once, 3), round(used, 3)) == (0.153, 0.950)
 
 
 def test_window_policy_through_postgres(store: Store) -> None:
@@ -226,30 +213,12 @@ def test_random_sessions_match_the_in_memory_engine(
 # --- concurrency -----------------------------------------------------------------------------
 
 
-def run_threads(count: int, target: Callable[[int], None]) -> None:
-    errors: list[BaseException] = []
-
-    def guarded(k: int) -> None:
-        try:
-            target(k)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-
-
-def test_concurrent_recalls_are_all_counted(connect: Any) -> None:
+def test_concurrent_recalls_are_all_counted(connect: Connect) -> None:
     namespace, threads, each = fresh(), 4, 25
     Store(connect()).memory(namespace).register("hot")
     stores = [Store(connect()) for _ in range(threads)]
-    barrier = threading.Barrier(threads)
 
-    def recall(k: int) -> None:
+    def recall(k: int, barrier: threading.Barrier) -> None:
         memory = stores[k].memory(namespace)
         barrier.wait()
         for _ in range(each):
@@ -269,15 +238,16 @@ def test_concurrent_recalls_are_all_counted(connect: Any) -> None:
     assert counts == list(range(2, 2 + threads * each))
 
 
-def test_concurrent_steps_serialise(connect: Any) -> None:
+def test_concurrent_steps_serialise(connect: Connect) -> None:
     namespace, threads, each = fresh(), 3, 10
     memory = Store(connect()).memory(namespace, WindowPolicy(window=2))
     memory.register_many([f"i{k}" for k in range(40)])
     stores = [Store(connect()) for _ in range(threads)]
     evicted: list[list[str]] = [[] for _ in range(threads)]
 
-    def step(k: int) -> None:
+    def step(k: int, barrier: threading.Barrier) -> None:
         m = stores[k].memory(namespace, WindowPolicy(window=2))
+        barrier.wait()
         for _ in range(each):
             evicted[k].extend(m.step())
 
@@ -287,7 +257,7 @@ def test_concurrent_steps_serialise(connect: Any) -> None:
     assert {i.evicted_turn for i in memory.items()} == {4}
 
 
-def test_recalls_wait_for_a_step_of_their_namespace(connect: Any) -> None:
+def test_recalls_wait_for_a_step_of_their_namespace(connect: Connect) -> None:
     """A recall during a step sees the turn after it: the namespace row serialises them."""
     namespace = fresh()
     Store(connect()).memory(namespace).register("x")
@@ -494,7 +464,7 @@ def test_unknown_namespace_on_reads(store: Store) -> None:
 # --- cost: the step evicts by a range scan of the crossing-turn index ----------------------------
 
 
-def test_step_evicts_through_the_crossing_turn_index(store: Store, connect: Any) -> None:
+def test_step_evicts_through_the_crossing_turn_index(store: Store, connect: Connect) -> None:
     memory = store.memory(fresh("plan"))
     memory.register_many([f"bulk-{i}" for i in range(20_000)], stability=1e9)
     memory.register_many([f"due-{i}" for i in range(5)], stability=0.5)

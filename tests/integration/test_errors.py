@@ -25,13 +25,14 @@ from bitemporal import (
     UnknownKeyError,
     errors,
 )
+from tests.helpers import Connect
 
 KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def snapshot(conn: psycopg.Connection[Any], key: Key) -> tuple[list[Any], list[Any]]:
     versions = conn.execute(
-        "SELECT * FROM bitemporal.versions WHERE entity = %s AND attribute = %s ORDER BY version_id",
+        "SELECT * FROM bitemporal.versions WHERE entity " "= %s AND attribute = %s ORDER BY version_id",
         (key.entity, key.attribute),
     ).fetchall()
     keys = conn.execute(
@@ -61,8 +62,9 @@ NAIVE = datetime(2026, 2, 1)
 
 @pytest.mark.parametrize("argument", ["valid_from", "valid_to", "known_at"])
 def test_naive_datetime_is_refused_before_writing(store: Store, seeded: Key, argument: str) -> None:
+    naive: dict[str, Any] = {argument: NAIVE}
     err = unchanged(store, seeded, NaiveDatetimeError,
-                    lambda: store.facts.record(seeded, 1, source="policy", **{argument: NAIVE}))
+                    lambda: store.facts.record(seeded, 1, source="policy", **naive))
     assert "time zone" in str(err)
 
 
@@ -173,9 +175,9 @@ def test_a_key_containing_sql_is_stored_verbatim(store: Store) -> None:
         "DELETE FROM bitemporal.fact_version WHERE entity = %(e)s",
         "TRUNCATE bitemporal.fact_version CASCADE",
         "UPDATE bitemporal.fact_version SET value = '1' WHERE entity = %(e)s",
-        "UPDATE bitemporal.fact_version SET valid_period = tstzrange(NULL, NULL) WHERE entity = %(e)s",
-        "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), NULL) WHERE entity = %(e)s",
-        "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), now() + interval '1 day') WHERE entity = %(e)s",
+        ("UPDATE bitemporal.fact_version SET valid_period " "= tstzrange(NULL, NULL) WHERE entity = %(e)s"),
+        ("UPDATE bitemporal.fact_version SET known_period = " "tstzrange(lower(known_period), NULL) WHERE entity = %(e)s"),
+        ("UPDATE bitemporal.fact_version SET known_period = " "tstzrange(lower(known_period), now() + interval '1 day') WHERE entity = %(e)s"),
     ],
 )
 def test_history_is_append_only_even_for_the_owner(store: Store, seeded: Key, statement: str) -> None:
@@ -194,7 +196,7 @@ def test_a_closed_version_cannot_be_closed_again(store: Store, seeded: Key) -> N
     def call() -> None:
         with errors.translate():
             store.connection.execute(
-                "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), %s) "
+                "UPDATE bitemporal.fact_version SET known_period " "= tstzrange(lower(known_period), %s) "
                 "WHERE entity = %s AND NOT upper_inf(known_period)",
                 (KNOWN + timedelta(hours=1), seeded.entity),
             )
@@ -202,7 +204,7 @@ def test_a_closed_version_cannot_be_closed_again(store: Store, seeded: Key) -> N
     unchanged(store, seeded, AppendOnlyError, call)
 
 
-def test_refused_write_keeps_the_callers_transaction_usable(connect: Any, key: Key) -> None:
+def test_refused_write_keeps_the_callers_transaction_usable(connect: Connect, key: Key) -> None:
     conn = connect(autocommit=False)
     store = Store(conn)
     store.facts.record(key, 1, source="s", valid_to=date(2026, 1, 1))

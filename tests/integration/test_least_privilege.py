@@ -22,9 +22,9 @@ from bitemporal import (
     PermissionDeniedError,
     SchemaBehindError,
     SchemaNotMigratedError,
-    cli,
     migrations,
 )
+from tests.helpers import run_cli
 
 
 def as_user(url: str, role: str) -> str:
@@ -38,13 +38,12 @@ def schema_exists(url: str) -> bool:
 
 
 @pytest.fixture
-def roles(empty_database_url: str) -> Iterator[dict[str, str]]:
+def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
     """A migrated database and LOGIN roles granted through bitemporal.grant_roles: an
     application (reader and writer) and a reader. Neither may create anything."""
     suffix = uuid.uuid4().hex[:8]
     names = {"app": f"bt_app_{suffix}", "reader": f"bt_ro_{suffix}"}
-    bitemporal.migrate(empty_database_url)
-    with psycopg.connect(empty_database_url, autocommit=True) as admin:
+    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
         for name in names.values():
             admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
         admin.execute("SELECT bitemporal.grant_roles(reader => %s, writer => %s, auditor => NULL)",
@@ -53,36 +52,30 @@ def roles(empty_database_url: str) -> Iterator[dict[str, str]]:
                       (names["reader"],))
         # Least privilege, also on servers older than 15 where PUBLIC may create in public.
         admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-    yield {"owner": empty_database_url} | {kind: as_user(empty_database_url, name) for kind, name in names.items()}
-    with psycopg.connect(empty_database_url, autocommit=True) as admin:
+    yield {"owner": migrated_database_url} | {kind: as_user(migrated_database_url, name) for kind, name in names.items()}
+    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
         for name in names.values():
             admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = cli.main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_the_cli_works_for_the_application_and_reader_roles(
     roles: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     app, reader = roles["app"], roles["reader"]
-    code, out, err = run(capsys, "--url", app, "record", "mailer:prod", "limit", "50", "--source", "policy",
+    code, out, err = run_cli(capsys, "--url", app, "record", "mailer:prod", "limit", "50", "--source", "policy",
                          "--valid-from", "2026-01-01")
     assert (code, err) == (0, "") and out.startswith("recorded version")
-    code, out, err = run(capsys, "--url", app, "history", "mailer:prod", "limit", "--json")
+    code, out, err = run_cli(capsys, "--url", app, "history", "mailer:prod", "limit", "--json")
     assert code == 0 and [v["value"] for v in json.loads(out)] == [50]
-    code, out, err = run(capsys, "--url", reader, "resolve", "mailer:prod", "limit", "--json")
+    code, out, err = run_cli(capsys, "--url", reader, "resolve", "mailer:prod", "limit", "--json")
     assert (code, err) == (0, "") and json.loads(out)["value"] == 50
-    code, _, err = run(capsys, "--url", reader, "record", "mailer:prod", "limit", "80", "--source", "policy")
+    code, _, err = run_cli(capsys, "--url", reader, "record", "mailer:prod", "limit", "80", "--source", "policy")
     assert code == 1 and err.startswith("bitemporal: error: permission denied")
     # Migrating is for the schema's owner: the roles get a typed error, not a traceback.
     for role in (app, reader):
         for command in (("db", "upgrade"), ("db", "downgrade", "base", "--force"), ("db", "current")):
-            code, _, err = run(capsys, "--url", role, *command)
+            code, _, err = run_cli(capsys, "--url", role, *command)
             assert code == 1 and err.startswith("bitemporal: error: "), (command, err)
     assert migrations.current(roles["owner"]) == migrations.head()
 
@@ -105,9 +98,9 @@ def test_a_missing_schema_names_the_command_and_creates_nothing(
     url = empty_database_url
     with pytest.raises(SchemaNotMigratedError, match="bitemporal db upgrade"):
         bitemporal.connect(url)
-    code, _, err = run(capsys, "--url", url, "resolve", "mailer:prod", "limit")
+    code, _, err = run_cli(capsys, "--url", url, "resolve", "mailer:prod", "limit")
     assert code == 1 and "bitemporal db upgrade" in err
-    code, _, err = run(capsys, "--url", url, "record", "mailer:prod", "limit", "1", "--source", "s")
+    code, _, err = run_cli(capsys, "--url", url, "record", "mailer:prod", "limit", "1", "--source", "s")
     assert code == 1 and "bitemporal db upgrade" in err
     assert not schema_exists(url)
     # Migrating is asked for explicitly.
@@ -119,22 +112,22 @@ def test_a_missing_schema_names_the_command_and_creates_nothing(
 def test_an_unreachable_database_is_an_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     nowhere = "postgresql://127.0.0.1:1/nowhere?connect_timeout=2"
     for command in (("db", "upgrade"), ("db", "current"), ("resolve", "e", "a")):
-        code, _, err = run(capsys, "--url", nowhere, *command)
+        code, _, err = run_cli(capsys, "--url", nowhere, *command)
         assert code == 1 and err.startswith("bitemporal: error: "), (command, err)
 
 
 def test_a_schema_behind_head_names_the_command(
-    roles: dict[str, str], empty_database_url: str, capsys: pytest.CaptureFixture[str]
+    roles: dict[str, str], migrated_database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     behind = migrations.revisions()[-2]
-    migrations.downgrade(empty_database_url, behind)
-    for url in (empty_database_url, roles["app"], roles["reader"]):
+    migrations.downgrade(migrated_database_url, behind)
+    for url in (migrated_database_url, roles["app"], roles["reader"]):
         with pytest.raises(SchemaBehindError, match=f"revision {behind}.*bitemporal db upgrade"):
             bitemporal.connect(url)
-        code, _, err = run(capsys, "--url", url, "resolve", "mailer:prod", "limit")
+        code, _, err = run_cli(capsys, "--url", url, "resolve", "mailer:prod", "limit")
         assert code == 1 and "bitemporal db upgrade" in err
-    assert migrations.current(empty_database_url) == behind
-    code, _, err = run(capsys, "--url", empty_database_url, "db", "upgrade")
+    assert migrations.current(migrated_database_url) == behind
+    code, _, err = run_cli(capsys, "--url", migrated_database_url, "db", "upgrade")
     assert (code, err) == (0, "")
     with bitemporal.connect(roles["reader"]) as store:
         assert store.facts.as_of(Key("mailer:prod", "limit")) == []

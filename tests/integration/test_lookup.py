@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 
 from bitemporal import Key, RecordRow, Store
+from tests.helpers import Connect
 
 US = timedelta(microseconds=1)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -83,7 +84,7 @@ def assert_as_of_is_the_definition(conn: psycopg.Connection[Any], key: Key) -> i
     return asked
 
 
-def test_every_write_path_every_edge(store: Store, key: Key, connect: Any) -> None:
+def test_every_write_path_every_edge(store: Store, key: Key, connect: Connect) -> None:
     other = Key(key.entity, "other")
     store.facts.record(key, 50, source="policy", valid_from=T0, known_at=T0 - timedelta(days=30))
     store.facts.record(
@@ -136,13 +137,13 @@ def test_every_write_path_every_edge(store: Store, key: Key, connect: Any) -> No
     assert asked > 500
 
 
-def test_a_key_never_recorded(connect: Any) -> None:
+def test_a_key_never_recorded(connect: Connect) -> None:
     conn = connect()
     assert ids(conn, AS_OF, Key("never", "recorded"), None, None) == []
 
 
 def test_knowledge_committed_after_the_readers_present(
-    store: Store, key: Key, connect: Any
+    store: Store, key: Key, connect: Connect
 ) -> None:
     """A transaction that began before another one committed asks about its own present:
     the other's new version is not known yet, the version it closed still is."""

@@ -14,14 +14,13 @@ import psycopg
 import pytest
 
 from benchmarks.facts import fill
-from bitemporal import migrate
+from tests.helpers import DatabaseFactory
 
 KEYS, CHANGES = 400, 50
 
 @pytest.fixture(scope="module")
-def conn(make_database: Any, partitions: int | None) -> Iterator[psycopg.Connection[Any]]:
-    url = make_database()
-    migrate(url)
+def conn(make_database: DatabaseFactory, partitions: int | None) -> Iterator[psycopg.Connection[Any]]:
+    url = make_database(migrated=True, default_layout=True)
     with psycopg.connect(url, autocommit=True) as c:
         fill(c, KEYS, CHANGES)
         if partitions:

@@ -39,7 +39,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from bitemporal import migrate
+from tests.helpers import DatabaseFactory
 
 KEYS, CHANGES = 5_000, 100
 #: Keys with a second source that disagrees now (open conflicts).
@@ -57,21 +57,27 @@ FILL_FACTS = (
               %(epoch)s + (%(changes)s - 1) * interval '1 hour' + k * interval '1 second',
               pg_current_xact_id()
          FROM generate_series(1, %(keys)s) k""",
-    """INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period)
+    """INSERT INTO bitemporal.fact_version
+              (entity, attribute, source, value, valid_period, known_period)
        SELECT 'e' || k, 'a', 's', to_jsonb(i),
               tstzrange(%(epoch)s + i * interval '1 day', NULL, '[)'),
               tstzrange(%(epoch)s + i * interval '1 hour' + k * interval '1 second',
                         CASE WHEN i < %(changes)s - 1
-                             THEN %(epoch)s + (i + 1) * interval '1 hour' + k * interval '1 second' END, '[)')
+                             THEN %(epoch)s + (i + 1) * interval '1 hour'
+                                  + k * interval '1 second' END,
+                        '[)')
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 1) i
        UNION ALL
        SELECT 'e' || k, 'a', 's', to_jsonb(i),
-              tstzrange(%(epoch)s + i * interval '1 day', %(epoch)s + (i + 1) * interval '1 day', '[)'),
-              tstzrange(%(epoch)s + (i + 1) * interval '1 hour' + k * interval '1 second', NULL, '[)')
+              tstzrange(%(epoch)s + i * interval '1 day',
+                        %(epoch)s + (i + 1) * interval '1 day', '[)'),
+              tstzrange(%(epoch)s + (i + 1) * interval '1 hour' + k * interval '1 second',
+                        NULL, '[)')
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 2) i
        UNION ALL
        SELECT 'e' || k, 'a', 'forum', to_jsonb(-1),
-              tstzrange(%(epoch)s, NULL, '[)'), tstzrange(%(epoch)s + k * interval '1 second', NULL, '[)')
+              tstzrange(%(epoch)s, NULL, '[)'),
+              tstzrange(%(epoch)s + k * interval '1 second', NULL, '[)')
          FROM generate_series(1, %(conflicted)s) k
         ORDER BY 1, 5""",
 )
@@ -89,8 +95,10 @@ FILL_MEMORY = (
               CASE WHEN g %% 1000 <> 0 THEN t + 10 END, g
          FROM generate_series(1, %(items)s) g,
               LATERAL (SELECT CASE WHEN g %% 10000 = 1 THEN 85 ELSE 90 + g %% 10 END AS t) l""",
-    """INSERT INTO bitemporal.memory_log (namespace, item_id, turn, event, pinned, recall_count, crossing_turn)
-       SELECT 'big', 'i' || g, 1, 'register', g %% 1000 = 0, 1, 11 FROM generate_series(1, %(items)s) g""",
+    """INSERT INTO bitemporal.memory_log
+              (namespace, item_id, turn, event, pinned, recall_count, crossing_turn)
+       SELECT 'big', 'i' || g, 1, 'register', g %% 1000 = 0, 1, 11
+         FROM generate_series(1, %(items)s) g""",
 )
 PARAMS = {
     "keys": KEYS,
@@ -104,11 +112,12 @@ PARAMS = {
 def secondary_indexes(
     conn: psycopg.Connection[Any], table: str
 ) -> list[tuple[str, str, str, str | None]]:
-    """(name, definition, constraint or '', comment) of a table's indexes other than its primary key."""
+    """(name, definition, constraint or '', comment) of a table's indexes other than its primary
+    key."""
     return [
         tuple(r)
-        for r in conn.execute(  # type: ignore[misc]
-            "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid), coalesce(c.conname, ''), "
+        for r in conn.execute(
+            "SELECT i.indexrelid::regclass::text, " "pg_get_indexdef(i.indexrelid), coalesce(c.conname, ''), "
             "obj_description(i.indexrelid, 'pg_class') "
             "FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid "
             "WHERE i.indrelid = %s::regclass AND NOT i.indisprimary ORDER BY 1",
@@ -149,7 +158,7 @@ def fill(url: str) -> None:
     PostgreSQL 15 builds them without sorting)."""
     with psycopg.connect(url, autocommit=True) as conn:
         fkey = conn.execute(
-            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'fact_version_key_fkey'"
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint " "WHERE conname = 'fact_version_key_fkey'"
         ).fetchone()
         assert fkey is not None
         indexes = [
@@ -193,9 +202,8 @@ def fill(url: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def conn(make_database: Any) -> Iterator[psycopg.Connection[Any]]:
-    url = make_database()
-    migrate(url)
+def conn(make_database: DatabaseFactory) -> Iterator[psycopg.Connection[Any]]:
+    url = make_database(migrated=True, default_layout=True)
     fill(url)
     with psycopg.connect(url, autocommit=True) as c:
         yield c
@@ -280,8 +288,8 @@ FEW_PAGES = 100
 
 def test_the_tables_are_big(conn: psycopg.Connection[Any]) -> None:
     counts = conn.execute(
-        "SELECT (SELECT count(*) FROM bitemporal.fact_version), (SELECT count(*) FROM bitemporal.fact_key), "
-        "(SELECT count(*) FROM bitemporal.memory_item), (SELECT count(*) FROM bitemporal.memory_log)"
+        "SELECT (SELECT count(*) FROM bitemporal.fact_version), " "(SELECT count(*) FROM bitemporal.fact_key), "
+        "(SELECT count(*) FROM bitemporal.memory_item), " "(SELECT count(*) FROM bitemporal.memory_log)"
     ).fetchone()
     assert counts == (KEYS * (2 * CHANGES - 1) + CONFLICTED, KEYS, ITEMS, ITEMS)
     reltuples = conn.execute(
@@ -369,7 +377,8 @@ WINDOW = EPOCH + timedelta(hours=30)
 @pytest.mark.parametrize(
     ("call", "expected"),
     [
-        # current, announced_future, historical/retrospective (a second as-of at valid_at), known_then
+        # current, announced_future, historical/retrospective (a second as-of at valid_at),
+        # known_then
         (
             "SELECT * FROM bitemporal.resolve('e2500', 'a')",
             {"fact_key_pkey", "fact_version_current_valid_idx"},
@@ -393,7 +402,7 @@ WINDOW = EPOCH + timedelta(hours=30)
             {"fact_version_known_from_idx", "fact_version_known_to_idx"},
         ),
         (
-            f"SELECT * FROM bitemporal.changes('{EPOCH}', '{EPOCH + timedelta(days=1)}', 'e2500', 'a')",
+            (f"SELECT * FROM bitemporal.changes('{EPOCH}', " f"'{EPOCH + timedelta(days=1)}', 'e2500', 'a')"),
             set(),
         ),
         # the decay step: evicts the hundred due items of a million
@@ -446,7 +455,7 @@ def test_every_fact_store_index_is_documented(database_url: str) -> None:
     with psycopg.connect(database_url) as conn:
         undocumented = conn.execute(
             "SELECT indexrelid::regclass::text FROM pg_index "
-            "WHERE indrelid IN ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass) "
+            "WHERE indrelid IN ('bitemporal.fact_version'::regclass, " "'bitemporal.fact_key'::regclass) "
             "AND obj_description(indexrelid, 'pg_class') IS NULL"
         ).fetchall()
     assert undocumented == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 import psycopg
@@ -22,10 +22,7 @@ from bitemporal import (
     UnknownArtifactError,
     UnknownVersionError,
 )
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
+from tests.helpers import Connect, at
 
 
 def mine(stale: list[StaleArtifact], ids: set[int]) -> dict[int, StaleArtifact]:
@@ -71,7 +68,7 @@ def test_a_supersession_makes_everything_derived_stale(store: Store, key: Key, d
                            f"2026-09-03 09:00 UTC by version {v80.version_id} (80)")
     [through] = stale[derived["summary"]].reasons
     assert through.via_artifact == derived["chunk"] and through.version_id == derived["v50"]
-    assert through.text.endswith(f", through artifact {derived['chunk']} (chunk {store.provenance.get(derived['chunk']).ref})")
+    assert through.text.endswith(f", through artifact {derived['chunk']} (chunk " f"{store.provenance.get(derived['chunk']).ref})")
     # As known before the change, nothing was stale.
     assert mine(store.provenance.stale(at("2026-09-03", 8)), ids) == {}
     assert mine(store.provenance.stale(at("2026-09-03", 9)), ids).keys() == ids
@@ -162,7 +159,7 @@ class TestErrors:
 
 
 class TestNotify:
-    def listener(self, connect: Any) -> psycopg.Connection[Any]:
+    def listener(self, connect: Connect) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] = connect()
         conn.execute(f"LISTEN {CHANNEL}")
         return conn
@@ -184,7 +181,7 @@ class TestNotify:
             reader.connection.close()
         return found
 
-    def test_supersession_and_retraction_are_announced(self, store: Store, key: Key, connect: Any) -> None:
+    def test_supersession_and_retraction_are_announced(self, store: Store, key: Key, connect: Connect) -> None:
         first = store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"))
         listener = self.listener(connect)
         second = store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1),
@@ -196,7 +193,7 @@ class TestNotify:
         invalidations = self.received(listener, key, expect=1)
         assert [(i.version_id, i.change) for i in invalidations] == [(ended[0], "retracted")]
 
-    def test_sent_at_commit_only(self, key: Key, connect: Any) -> None:
+    def test_sent_at_commit_only(self, key: Key, connect: Connect) -> None:
         writer = Store(connect(autocommit=False))
         writer.facts.record(key, 1, source="s")
         writer.connection.commit()
@@ -209,13 +206,13 @@ class TestNotify:
         writer.connection.commit()
         assert [i.change for i in self.received(listener, key, expect=1)] == ["superseded"]
 
-    def test_new_facts_are_not_invalidations(self, store: Store, key: Key, connect: Any) -> None:
+    def test_new_facts_are_not_invalidations(self, store: Store, key: Key, connect: Connect) -> None:
         listener = self.listener(connect)
         store.facts.record(key, 1, source="s")
         store.facts.record(key, 1, source="other")
         assert self.received(listener, key) == []
 
-    def test_long_keys_are_announced_in_full(self, store: Store, connect: Any) -> None:
+    def test_long_keys_are_announced_in_full(self, store: Store, connect: Connect) -> None:
         key = Key("\u0001" * 1000, "attribute")  # JSON writes each as \u0001: over 8000 bytes in all
         first = store.facts.record(key, 1, source="\u0001" * 1000)
         listener = self.listener(connect)
@@ -229,7 +226,7 @@ class TestNotify:
 
 
 def test_a_writer_role_records_artifacts_and_its_supersessions_are_announced(
-    database_url: str, store: Store, key: Key, ref: str, connect: Any
+    database_url: str, store: Store, key: Key, ref: str, connect: Connect
 ) -> None:
     """Writers write only through SECURITY DEFINER functions (sql/security.v1.sql); the
     notification trigger, which fires at commit as the writer, must still work."""

@@ -8,7 +8,8 @@ import pytest
 import sqlalchemy
 from sqlalchemy.orm import Session
 
-from bitemporal import Key, Status, Store
+from bitemporal import Answer, Key, Status, Store
+from tests.helpers import Connect
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 US = timedelta(microseconds=1)
@@ -34,7 +35,9 @@ def current_pieces(store: Store, key: Key) -> list[tuple[object, datetime | None
 class TestValidEdges:
     def test_start_inclusive_end_exclusive(self, store: Store, key: Key) -> None:
         store.facts.record(key, 1, source="s", valid_from=day(10), valid_to=day(20), known_at=known(0))
-        ask = lambda t: store.facts.resolve(key, valid_at=t, known_at=known(1), now=known(1))
+        def ask(t: datetime) -> Answer:
+            return store.facts.resolve(key, valid_at=t, known_at=known(1), now=known(1))
+
         assert ask(day(10) - US).status is Status.MISSING
         assert ask(day(10)).value == 1
         assert ask(day(20) - US).value == 1
@@ -48,12 +51,12 @@ class TestValidEdges:
         assert v.valid_period.start is None and v.valid_period.end is None
 
     @pytest.mark.parametrize("end", [datetime(9999, 12, 31, tzinfo=UTC), date(9999, 12, 31)])
-    def test_end_of_time_sentinel_is_open(self, store: Store, key: Key, end: object) -> None:
+    def test_end_of_time_sentinel_is_open(self, store: Store, key: Key, end: datetime | date) -> None:
         store.facts.record(key, 1, source="s", valid_from=day(0), valid_to=end)
         [v] = store.facts.history(key)
         assert v.valid_period.is_open
 
-    def test_sql_infinity_is_open(self, store: Store, key: Key, connect) -> None:
+    def test_sql_infinity_is_open(self, store: Store, key: Key, connect: Connect) -> None:
         connect().execute(
             "SELECT bitemporal.record(%s, %s, 's', '1', '-infinity', 'infinity')",
             (key.entity, key.attribute),
@@ -71,7 +74,9 @@ class TestKnownEdges:
     def test_knowledge_start_inclusive_end_exclusive(self, store: Store, key: Key) -> None:
         store.facts.record(key, 1, source="s", known_at=known(1))
         store.facts.record(key, 2, source="s", known_at=known(2))
-        ask = lambda k: store.facts.resolve(key, valid_at=day(0), known_at=k, now=known(3))
+        def ask(k: datetime) -> Answer:
+            return store.facts.resolve(key, valid_at=day(0), known_at=k, now=known(3))
+
         assert ask(known(1) - US).status is Status.MISSING
         assert ask(known(1)).value == 1
         assert ask(known(2) - US).value == 1
@@ -207,7 +212,7 @@ class TestConnections:
         finally:
             engine.dispose()
 
-    def test_store_on_a_psycopg_transaction(self, connect, key: Key) -> None:
+    def test_store_on_a_psycopg_transaction(self, connect: Connect, key: Key) -> None:
         conn = connect(autocommit=False)
         Store(conn).facts.record(key, 1, source="s")
         conn.rollback()

@@ -42,9 +42,8 @@ from bitemporal import (
     UnknownKeyError,
     cli,
 )
+from tests.strategies import GRID  # bound 0: open start, len(GRID) + 1: open end
 
-#: Valid-time edges: the first of January to May 2026 (bound 0: open start, 6: open end).
-GRID = tuple(datetime(2026, month, 1, tzinfo=UTC) for month in range(1, 6))
 #: Explicit knowledge times: hours after this, all in the past.
 KNOWN_BASE = datetime(2025, 6, 1, tzinfo=UTC)
 SOURCES = ("policy", "forum")
@@ -155,11 +154,6 @@ def key_state(conn: psycopg.Connection[Any], keys: list[Key], tx: datetime) -> l
 
 def summary(results: list[Recorded], tx: datetime) -> list[tuple[bool, Any, int]]:
     return [(r.created, "TX" if r.known_at == tx else r.known_at, len(r.superseded)) for r in results]
-
-
-@pytest.fixture
-def raw(connect: Callable[..., psycopg.Connection[Any]]) -> psycopg.Connection[Any]:
-    return connect()
 
 
 @settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -368,7 +362,8 @@ def test_a_large_batch(store: Store, raw: psycopg.Connection[Any]) -> None:
 
 
 def in_thread(conn: psycopg.Connection[Any], action: Callable[[], Any], done: list[Any]) -> threading.Thread:
-    """Runs ``action`` and commits ``conn`` in a thread; appends the result or the error to ``done``."""
+    """Runs ``action`` and commits ``conn`` in a thread; appends the result or the error to
+    ``done``."""
     def run() -> None:
         try:
             done.append(action())
@@ -476,7 +471,7 @@ def test_a_writer_only_role_can_record_many(
             writer.facts.record_many([{"key": key, "source": "", "value": 1}])
         # Still no direct writes.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("INSERT INTO bitemporal.fact_key VALUES ('x', 'y', now(), now(), pg_current_xact_id())")
+            conn.execute("INSERT INTO bitemporal.fact_key VALUES ('x', " "'y', now(), now(), pg_current_xact_id())")
     assert [v.value for v in store.facts.as_of(key, valid_at=GRID[1])] == [2]
     with (psycopg.connect(database_url, user=writer_login["reader"], autocommit=True) as conn,
           pytest.raises(PermissionDeniedError)):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 from psycopg import sql
 
 from bitemporal import Key, PermissionDeniedError, Store
+from tests.helpers import Connect
 
 DENIED = psycopg.errors.InsufficientPrivilege
 
@@ -33,17 +34,13 @@ def logins(database_url: str) -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture
-def login(database_url: str, logins: dict[str, str]) -> Iterator[Any]:
-    opened: list[psycopg.Connection[Any]] = []
+def login(connect: Connect, logins: dict[str, str]) -> Callable[[str], psycopg.Connection[Any]]:
+    """Connects as the login role of a kind ("reader", ...)."""
 
     def as_role(kind: str) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(database_url, user=logins[kind], autocommit=True)
-        opened.append(conn)
-        return conn
+        return connect(user=logins[kind])
 
-    yield as_role
-    for conn in opened:
-        conn.close()
+    return as_role
 
 
 @pytest.fixture
@@ -53,7 +50,7 @@ def seeded(store: Store, key: Key) -> Key:
 
 
 DIRECT_WRITES = [
-    ("INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+    ("INSERT INTO bitemporal.fact_version (entity, " "attribute, source, value, valid_period, known_period) "
      "VALUES (%(e)s, 'x', 's', '1', tstzrange(NULL, NULL), tstzrange(now(), NULL))"),
     "UPDATE bitemporal.fact_version SET value = '1' WHERE entity = %(e)s",
     "DELETE FROM bitemporal.fact_version WHERE entity = %(e)s",
@@ -66,12 +63,12 @@ DIRECT_WRITES = [
 
 @pytest.mark.parametrize("kind", ["reader", "writer", "auditor", "nobody"])
 @pytest.mark.parametrize("statement", DIRECT_WRITES)
-def test_no_role_writes_tables_directly(login: Any, seeded: Key, kind: str, statement: str) -> None:
+def test_no_role_writes_tables_directly(login: Callable[[str], psycopg.Connection[Any]], seeded: Key, kind: str, statement: str) -> None:
     with pytest.raises(DENIED):
         login(kind).execute(statement, {"e": seeded.entity})
 
 
-def test_reader_reads_and_cannot_write(login: Any, seeded: Key) -> None:
+def test_reader_reads_and_cannot_write(login: Callable[[str], psycopg.Connection[Any]], seeded: Key) -> None:
     store = Store(login("reader"))
     assert store.facts.resolve(seeded).value == 50
     assert len(store.facts.history(seeded)) == 1
@@ -86,7 +83,7 @@ def test_reader_reads_and_cannot_write(login: Any, seeded: Key) -> None:
         store.connection.execute("SELECT * FROM bitemporal.memory_log")
 
 
-def test_writer_writes_only_through_functions(login: Any, seeded: Key) -> None:
+def test_writer_writes_only_through_functions(login: Callable[[str], psycopg.Connection[Any]], seeded: Key) -> None:
     store = Store(login("writer"))
     result = store.facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))
     assert result.created and result.superseded
@@ -100,7 +97,7 @@ def test_writer_writes_only_through_functions(login: Any, seeded: Key) -> None:
         store.connection.execute("SELECT * FROM bitemporal.fact_version")
 
 
-def test_write_functions_ignore_the_callers_search_path(login: Any, seeded: Key) -> None:
+def test_write_functions_ignore_the_callers_search_path(login: Callable[[str], psycopg.Connection[Any]], seeded: Key) -> None:
     conn = login("writer")
     conn.execute("SET search_path = pg_temp, public")
     conn.execute(
@@ -111,7 +108,7 @@ def test_write_functions_ignore_the_callers_search_path(login: Any, seeded: Key)
     assert result.created
 
 
-def test_auditor_reads_everything_and_writes_nothing(login: Any, seeded: Key) -> None:
+def test_auditor_reads_everything_and_writes_nothing(login: Callable[[str], psycopg.Connection[Any]], seeded: Key) -> None:
     conn = login("auditor")
     for table in ("fact_version", "fact_key", "fact_request", "memory_log", "memory_item", "alembic_version"):
         conn.execute(sql.SQL("SELECT count(*) FROM bitemporal.{}").format(sql.Identifier(table))).fetchone()
@@ -119,7 +116,7 @@ def test_auditor_reads_everything_and_writes_nothing(login: Any, seeded: Key) ->
         Store(conn).facts.record(seeded, 80, source="policy")
 
 
-def test_a_role_without_grants_sees_nothing(login: Any, seeded: Key) -> None:
+def test_a_role_without_grants_sees_nothing(login: Callable[[str], psycopg.Connection[Any]], seeded: Key) -> None:
     with pytest.raises(PermissionDeniedError, match="permission denied"):
         Store(login("nobody")).facts.resolve(seeded)
 

@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from datetime import date, timedelta
 
 import psycopg
 import pytest
 
 import bitemporal
 from bitemporal import EmbeddingError, Key, Store, migrations
+from tests.helpers import DatabaseFactory, Question, at
 
 pytestmark = pytest.mark.vector
 
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
 
 
 def unit(similarity: float) -> list[float]:
@@ -32,14 +29,12 @@ def unit(similarity: float) -> list[float]:
 
 
 QUERY = [1.0, 0.0]
-QUESTION = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
+QUESTION: Question = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
 
 
 @pytest.fixture(scope="module")
-def vector_url(make_database: Any, migrate_database: Any) -> str:
-    url: str = make_database()
-    migrate_database(url)
-    return url
+def vector_url(make_database: DatabaseFactory) -> str:
+    return make_database(migrated=True)
 
 
 @pytest.fixture
@@ -89,7 +84,7 @@ def test_nearest_then_filter_returns_missing(vstore: Store, vector_url: str, key
     with psycopg.connect(vector_url) as conn:
         [(nearest, value)] = conn.execute(
             "SELECT v.version_id, v.value FROM bitemporal.evidence_embedding x "
-            "JOIN bitemporal.evidence e USING (evidence_id) JOIN bitemporal.fact_version v USING (version_id) "
+            "JOIN bitemporal.evidence e USING (evidence_id) " "JOIN bitemporal.fact_version v USING (version_id) "
             "WHERE v.entity = %s ORDER BY x.embedding <=> %s::real[]::vector LIMIT 1",
             (key.entity, QUERY),
         ).fetchall()
@@ -119,7 +114,7 @@ def test_an_approximate_index_cannot_make_it_miss(vstore: Store, vector_url: str
             (QUESTION["valid_at"], QUESTION["known_at"], key.entity, key.attribute))]
         assert len(eligible) == 1
         # "+ 0": a filter the primary key cannot answer, as a filter on periods could not.
-        naive = ("SELECT x.evidence_id FROM bitemporal.evidence_embedding x WHERE x.evidence_id + 0 = ANY (%s) "
+        naive = ("SELECT x.evidence_id FROM bitemporal.evidence_embedding " "x WHERE x.evidence_id + 0 = ANY (%s) "
                  "ORDER BY x.embedding <=> %s::real[]::vector LIMIT 1")
         args = (eligible, QUERY)
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + naive, args))
@@ -149,9 +144,8 @@ def test_bad_embeddings(vstore: Store, key: Key) -> None:
     assert vstore.evidence.passages(version) == []  # the failed adds left nothing behind
 
 
-def test_downgrade_drops_the_embeddings_table(make_database: Any) -> None:
-    url = make_database()
-    bitemporal.migrate(url)
+def test_downgrade_drops_the_embeddings_table(migrated_database_url: str) -> None:
+    url = migrated_database_url
     with psycopg.connect(url, autocommit=True) as conn:
         store = Store(conn)
         store.evidence.enable_vector(3)

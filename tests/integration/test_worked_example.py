@@ -8,15 +8,12 @@ for September.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
 import pytest
 
 from bitemporal import Interpretation, Key, Status, Store
-
-
-def at(day: str, hour: int = 12) -> datetime:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
+from tests.helpers import at
 
 
 @pytest.fixture
@@ -55,7 +52,14 @@ def example(store: Store, key: Key) -> Key:
     ],
 )
 def test_question(
-    store: Store, example: Key, valid_at, known_at, now, status, values, interpretation
+    store: Store,
+    example: Key,
+    valid_at: datetime | None,
+    known_at: datetime | None,
+    now: datetime,
+    status: Status,
+    values: tuple[int, ...],
+    interpretation: Interpretation,
 ) -> None:
     answer = store.facts.resolve(example, valid_at=valid_at, known_at=known_at, now=now)
     assert answer.status is status

@@ -14,13 +14,13 @@ from bitemporal import (
     cli,
     migrations,
 )
+from tests.helpers import run_cli
 
 VERSIONS = 5
 
 
 def seed(url: str) -> None:
-    """A migrated database with versions, a memory item and evidence in it."""
-    bitemporal.migrate(url)
+    """Versions, a memory item and evidence in a migrated database."""
     with psycopg.connect(url, autocommit=True) as conn:
         store = Store(conn)
         version = 0
@@ -37,15 +37,9 @@ def versions(url: str) -> int:
     return int(row[0])
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = cli.main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_a_downgrade_needs_an_explicit_target(empty_database_url: str,
+def test_a_downgrade_needs_an_explicit_target(migrated_database_url: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    url = empty_database_url
+    url = migrated_database_url
     seed(url)
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--url", url, "db", "downgrade"])
@@ -55,8 +49,8 @@ def test_a_downgrade_needs_an_explicit_target(empty_database_url: str,
     assert migrations.current(url) == migrations.head() and versions(url) == VERSIONS
 
 
-def test_a_downgrade_that_would_drop_history_is_refused(empty_database_url: str) -> None:
-    url = empty_database_url
+def test_a_downgrade_that_would_drop_history_is_refused(migrated_database_url: str) -> None:
+    url = migrated_database_url
     seed(url)
     with pytest.raises(DowngradeWouldLoseDataError) as refused:
         bitemporal.downgrade(url, "base")
@@ -77,33 +71,31 @@ def test_a_downgrade_that_would_drop_history_is_refused(empty_database_url: str)
     assert migrations.current(url) is None
 
 
-def test_the_cli_refuses_and_says_how_to_proceed(empty_database_url: str,
+def test_the_cli_refuses_and_says_how_to_proceed(migrated_database_url: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    url = empty_database_url
+    url = migrated_database_url
     seed(url)
-    code, _, err = run(capsys, "--url", url, "db", "downgrade", "base")
+    code, _, err = run_cli(capsys, "--url", url, "db", "downgrade", "base")
     assert code == 1 and err.startswith("bitemporal: error: ")
     assert f"bitemporal.fact_version ({VERSIONS} rows)" in err and "--force" in err
     assert migrations.current(url) == migrations.head() and versions(url) == VERSIONS
-    code, _, err = run(capsys, "--url", url, "db", "downgrade", "not-a-revision")
+    code, _, err = run_cli(capsys, "--url", url, "db", "downgrade", "not-a-revision")
     assert code == 1 and "not-a-revision" in err
-    assert run(capsys, "--url", url, "db", "downgrade", "base", "--force")[0] == 0
+    assert run_cli(capsys, "--url", url, "db", "downgrade", "base", "--force")[0] == 0
     assert migrations.current(url) is None
 
 
-def test_empty_tables_go_without_force(empty_database_url: str,
+def test_empty_tables_go_without_force(migrated_database_url: str,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    url = empty_database_url
-    bitemporal.migrate(url)
-    assert run(capsys, "--url", url, "db", "downgrade", "0001")[0] == 0
+    url = migrated_database_url
+    assert run_cli(capsys, "--url", url, "db", "downgrade", "0001")[0] == 0
     assert migrations.current(url) == "0001"
     bitemporal.downgrade(url, "base")
     assert migrations.current(url) is None
 
 
-def test_application_tables_are_never_dropped(empty_database_url: str) -> None:
-    url = empty_database_url
-    bitemporal.migrate(url)
+def test_application_tables_are_never_dropped(migrated_database_url: str) -> None:
+    url = migrated_database_url
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.plan (code text PRIMARY KEY, price int)")
         conn.execute("SELECT bitemporal.enable_table('public.plan', ARRAY['code'], NULL)")

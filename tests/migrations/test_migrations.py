@@ -9,57 +9,7 @@ import psycopg
 from alembic.script import ScriptDirectory
 
 from bitemporal import migrations
-
-CATALOG = {
-    # Both schemas: where each function lives, its whole definition (body,
-    # SECURITY DEFINER, SET search_path and other settings, defaults; under the
-    # same session search_path, so names are qualified alike), owner, grants
-    # (a default ACL, stored or not, compares as the same) and comment.
-    "functions": """
-        SELECT p.proname, pg_get_function_identity_arguments(p.oid), md5(pg_get_functiondef(p.oid)),
-               obj_description(p.oid, 'pg_proc'), n.nspname, p.proconfig, p.prosecdef,
-               pg_get_userbyid(p.proowner),
-               (SELECT array_agg(a::text ORDER BY a::text) FROM unnest(coalesce(p.proacl, acldefault('f', p.proowner))) a)
-          FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-         WHERE n.nspname IN ('bitemporal', 'bitemporal_internal') ORDER BY 1, 2""",
-    "schemas": """
-        SELECT nspname, pg_get_userbyid(nspowner),
-               (SELECT array_agg(a::text ORDER BY a::text) FROM unnest(coalesce(nspacl, acldefault('n', nspowner))) a),
-               obj_description(oid, 'pg_namespace')
-          FROM pg_namespace WHERE nspname IN ('bitemporal', 'bitemporal_internal') ORDER BY 1""",
-    "columns": """
-        SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-               pg_get_expr(d.adbin, d.adrelid)
-          FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-          LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-         WHERE c.relnamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
-    "constraints": """
-        SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)
-          FROM pg_constraint WHERE connamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
-    "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'bitemporal' ORDER BY 1",
-    "triggers": """
-        SELECT tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-         WHERE c.relnamespace = 'bitemporal'::regnamespace AND NOT t.tgisinternal ORDER BY 1""",
-    "types": """
-        SELECT t.typname, t.typtype, obj_description(t.oid, 'pg_type'),
-               (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid)
-          FROM pg_type t WHERE t.typnamespace = 'bitemporal'::regnamespace AND t.typname NOT LIKE '\\_%'
-         ORDER BY 1""",
-    "relations": """
-        SELECT relname, relkind, obj_description(oid, 'pg_class')
-          FROM pg_class WHERE relnamespace = 'bitemporal'::regnamespace ORDER BY 1""",
-}
-
-
-def catalog(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """What the migrations created in schema bitemporal, comparable across databases."""
-    with psycopg.connect(url) as conn:
-        return {name: conn.execute(query).fetchall() for name, query in CATALOG.items()}
-
-
-def revisions() -> list[str]:
-    script = ScriptDirectory.from_config(migrations.config())
-    return [r.revision for r in reversed(list(script.walk_revisions()))]
+from tests.helpers import DatabaseFactory, catalog
 
 
 def test_single_head() -> None:
@@ -71,13 +21,13 @@ def test_up_down_up_step_by_step(empty_database_url: str) -> None:
     url = empty_database_url
     # Up one step at a time, remembering each revision's schema.
     schema_at: dict[str, dict[str, list[tuple[Any, ...]]]] = {}
-    for target in revisions():
+    for target in migrations.revisions():
         migrations.migrate(url, target)
         schema_at[target] = catalog(url)
     at_head = catalog(url)
     assert migrations.current(url) == migrations.head()
     # Down one step at a time: each downgrade restores exactly the previous schema.
-    for target in [*reversed(revisions()[:-1]), "base"]:
+    for target in [*reversed(migrations.revisions()[:-1]), "base"]:
         migrations.downgrade(url, target)
         assert migrations.current(url) == (None if target == "base" else target)
         if target != "base":
@@ -86,14 +36,13 @@ def test_up_down_up_step_by_step(empty_database_url: str) -> None:
     assert [r[0] for r in leftovers["relations"]] == ["alembic_version", "alembic_version_pkc"]
     assert leftovers["functions"] == [] and leftovers["types"][1:] == []
     assert [r[0] for r in leftovers["schemas"]] == ["bitemporal"]
-    for target in revisions():
+    for target in migrations.revisions():
         migrations.migrate(url, target)
     assert catalog(url) == at_head
 
 
-def test_offline_script_builds_the_same_schema(make_database: Any) -> None:
-    online, offline = make_database(), make_database()
-    migrations.migrate(online)
+def test_offline_script_builds_the_same_schema(make_database: DatabaseFactory) -> None:
+    online, offline = make_database(migrated=True, default_layout=True), make_database()
     script = migrations.sql_script()
     assert "CREATE TABLE bitemporal.fact_version" in script
     with psycopg.connect(offline, autocommit=True) as conn:
@@ -133,7 +82,7 @@ def test_sql_files_are_frozen_and_each_loaded_once() -> None:
     """A changed function is a new versioned file loaded by a new migration."""
     loaded: dict[str, str] = {}
     script = ScriptDirectory.from_config(migrations.config())
-    for revision in revisions():
+    for revision in migrations.revisions():
         module = script.get_revision(revision).module
         for name in getattr(module, "FILES", ()):
             assert name not in loaded, f"{name} loaded by {loaded[name]} and {revision}"
@@ -142,7 +91,7 @@ def test_sql_files_are_frozen_and_each_loaded_once() -> None:
     assert sorted(loaded) == files, "every sql/ file is loaded by exactly one migration"
     for name in files:
         assert SQL_FILE.match(name), f"{name} is not named <family>.v<N>.sql"
-    order = revisions()
+    order = migrations.revisions()
     latest: dict[str, tuple[int, str]] = {}
     for name, revision in loaded.items():
         m = SQL_FILE.match(name)

@@ -18,24 +18,25 @@ import psycopg
 import pytest
 from alembic import command
 from alembic.config import Config
-from alembic.script import ScriptDirectory
 from psycopg import errors
 
 from bitemporal import cli, migrations
 from bitemporal.database import sqlalchemy_url
 from bitemporal.errors import ConfigurationError
 from bitemporal.migrations import partitions_option
-from tests.migrations.test_migrations import catalog
+from tests.helpers import DatabaseFactory, catalog
 
-BEFORE = ScriptDirectory.from_config(migrations.config()).get_revision("0008").down_revision
-assert isinstance(BEFORE, str)
+#: The revision before 0008, which brought the partitioned layout.
+BEFORE = migrations.revisions()[migrations.revisions().index("0008") - 1]
 N = 4
 
 WRITES = """
-    SELECT bitemporal.record('e' || k, 'a', 's', to_jsonb(i), '2020-01-01'::timestamptz + i * interval '1 day',
-                             NULL, '2020-01-01'::timestamptz + (k * 10 + i) * interval '1 minute')
+    SELECT bitemporal.record('e' || k, 'a', 's', to_jsonb(i),
+                             '2020-01-01'::timestamptz + i * interval '1 day', NULL,
+                             '2020-01-01'::timestamptz + (k * 10 + i) * interval '1 minute')
       FROM generate_series(1, 12) k, generate_series(0, 2) i ORDER BY k, i;
-    SELECT bitemporal.add_evidence(min(version_id), 'The first passage.') FROM bitemporal.fact_version;
+    SELECT bitemporal.add_evidence(min(version_id), 'The first passage.')
+      FROM bitemporal.fact_version;
 """
 STATE = {
     # The columns the table has before 0008 (later migrations add more).
@@ -62,7 +63,7 @@ def scalar(url: str, query: str, *params: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def partitioned(make_database: Any) -> Iterator[str]:
+def partitioned(make_database: DatabaseFactory) -> Iterator[str]:
     """A database at head, partitioned into N, with some history."""
     url = make_database()
     migrations.migrate(url, partitions=N)
@@ -162,9 +163,8 @@ def test_lookup_by_key_reads_one_partition(partitioned: str) -> None:
             assert len(set(re.findall(r"fact_version_p\d+", plan))) == 1, plan
 
 
-def test_foreign_keys_to_versions_become_triggers_and_come_back(empty_database_url: str) -> None:
-    url = empty_database_url
-    migrations.migrate(url)
+def test_foreign_keys_to_versions_become_triggers_and_come_back(make_database: DatabaseFactory) -> None:
+    url = make_database(migrated=True, default_layout=True)
     with psycopg.connect(url, autocommit=True) as conn:
         # An application's own table referencing versions, beside evidence's.
         conn.execute("CREATE TABLE notes (version_id bigint REFERENCES bitemporal.fact_version)")
@@ -182,7 +182,7 @@ def test_foreign_keys_to_versions_become_triggers_and_come_back(empty_database_u
         with conn.transaction():
             conn.execute("SELECT bitemporal.record('m', 'a', 's', '1', '2020-01-01')")
             conn.execute(
-                "SELECT bitemporal.add_evidence(max(version_id), 'Soon gone.') FROM bitemporal.fact_version"
+                "SELECT bitemporal.add_evidence(max(version_id), " "'Soon gone.') FROM bitemporal.fact_version"
             )
             conn.execute("SELECT bitemporal.record('m', 'a', 's', '2', '2020-01-01')")
         assert conn.execute(
@@ -190,14 +190,14 @@ def test_foreign_keys_to_versions_become_triggers_and_come_back(empty_database_u
         ).fetchone() == (0,)
         conn.execute("SELECT bitemporal.partition_versions(0)")
         fkeys = conn.execute(
-            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "SELECT conrelid::regclass::text, conname, " "pg_get_constraintdef(oid) FROM pg_constraint "
             "WHERE confrelid = 'bitemporal.fact_version'::regclass ORDER BY 1"
         ).fetchall()
     assert fkeys == [
         (
             "bitemporal.evidence",
             "evidence_version_fkey",
-            "FOREIGN KEY (version_id) REFERENCES bitemporal.fact_version(version_id) ON DELETE CASCADE",
+            ("FOREIGN KEY (version_id) REFERENCES " "bitemporal.fact_version(version_id) ON DELETE CASCADE"),
         ),
         (
             "notes",
@@ -213,16 +213,15 @@ def test_roles_read_every_partition(partitioned: str) -> None:
             pytest.skip("the migration could not create the roles here")
         conn.execute("SELECT bitemporal.grant_roles()")
         readable = conn.execute(
-            "SELECT c.relname, has_table_privilege('bitemporal_reader', c.oid, 'SELECT') FROM pg_class c "
+            "SELECT c.relname, has_table_privilege('bitemporal_reader', " "c.oid, 'SELECT') FROM pg_class c "
             "WHERE c.relnamespace = 'bitemporal'::regnamespace AND c.relname LIKE 'fact_version%' "
             "AND c.relkind IN ('r', 'p') ORDER BY 1"
         ).fetchall()
     assert readable == [("fact_version", True), *((f"fact_version_p{k}", True) for k in range(N))]
 
 
-def test_the_option_past_0008_says_how_to_convert(make_database: Any) -> None:
-    url = make_database()
-    migrations.migrate(url)
+def test_the_option_past_0008_says_how_to_convert(make_database: DatabaseFactory) -> None:
+    url = make_database(migrated=True, default_layout=True)
     with pytest.raises(ConfigurationError, match=re.escape(f"bitemporal.partition_versions({N})")):
         migrations.migrate(url, partitions=N)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -241,7 +240,7 @@ def test_the_option_past_0008_says_how_to_convert(make_database: Any) -> None:
         partitions_option("-1")
 
 
-def test_offline_script_with_the_option_builds_the_same_schema(make_database: Any) -> None:
+def test_offline_script_with_the_option_builds_the_same_schema(make_database: DatabaseFactory) -> None:
     online, offline = make_database(), make_database()
     migrations.migrate(online, partitions=N)
     script = migrations.sql_script(partitions=N)
@@ -252,7 +251,7 @@ def test_offline_script_with_the_option_builds_the_same_schema(make_database: An
 
 
 def test_alembic_and_cli_take_the_option(
-    make_database: Any, capsys: pytest.CaptureFixture[str]
+    make_database: DatabaseFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with_alembic, with_cli = make_database(), make_database()
     cfg = Config(str(Path(__file__).parents[2] / "alembic.ini"), stdout=io.StringIO())
@@ -273,9 +272,9 @@ def test_alembic_and_cli_take_the_option(
         "CREATE MATERIALIZED VIEW frozen AS SELECT * FROM bitemporal.fact_version",
     ],
 )
-def test_refuses_what_partitioning_cannot_keep(empty_database_url: str, blocker: str) -> None:
-    migrations.migrate(empty_database_url)
-    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+def test_refuses_what_partitioning_cannot_keep(make_database: DatabaseFactory, blocker: str) -> None:
+    url = make_database(migrated=True, default_layout=True)
+    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(blocker)
         with pytest.raises(errors.FeatureNotSupported):
             conn.execute("SELECT bitemporal.partition_versions(2)")
@@ -288,3 +287,15 @@ def test_partition_counts_out_of_range_are_refused(partitioned: str) -> None:
         with psycopg.connect(partitioned) as conn, pytest.raises(errors.InvalidParameterValue, match="between 0"):
             conn.execute("SELECT bitemporal.partition_versions(%s)", (n,))
     assert scalar(partitioned, "SELECT bitemporal.version_partitions()") == layout
+
+
+def test_the_suite_databases_have_the_layout_under_test(
+    database_url: str, migrated_database_url: str, make_database: DatabaseFactory,
+    partitions: int | None,
+) -> None:
+    """The templates the suite clones (tests/conftest.py) are migrated in the layout that
+    BITEMPORAL_TEST_PARTITIONS asks for, and ``default_layout=True`` in the default one."""
+    count = "SELECT bitemporal.version_partitions()"
+    for url in (database_url, migrated_database_url, make_database(migrated=True)):
+        assert scalar(url, count) == (partitions or 0)
+    assert scalar(make_database(migrated=True, default_layout=True), count) == 0

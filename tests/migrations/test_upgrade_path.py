@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from bitemporal import BitemporalError, Key, Store, migrations
-from tests.migrations.test_migrations import catalog
+from tests.helpers import catalog
 
 KEY = Key("mailer:prod", "attachment_limit_mb")
 

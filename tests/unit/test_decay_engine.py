@@ -25,14 +25,7 @@ from bitemporal import (
     WindowPolicy,
 )
 from bitemporal.decay import MAX_STABILITY, decay_crossing, decay_retention
-
-
-def serial_stability(baseline: float, recalls: int) -> float:
-    """S after ``recalls`` recalls: registration is use 1, recall k brings the count to k + 1."""
-    s = baseline
-    for count in range(2, recalls + 2):
-        s = s * (1 + math.log(1 + count))
-    return s
+from tests.helpers import fifteen_turns, serial_stability
 
 
 def steps_until_evicted(memory: InMemoryMemory, item: str, limit: int = 1000) -> int:
@@ -80,18 +73,9 @@ def test_four_recalls_give_s_291_7_and_0_684_after_111_silent_turns() -> None:
 
 
 def test_at_15_turns_never_recalled_is_0_153_and_reinforced_is_0_950() -> None:
-    memory = InMemoryMemory(DecayPolicy())
-    # Pinned, so that the never-recalled item is still there to be measured
-    # (unpinned it is evicted at 13 turns); retention decays all the same.
-    memory.register("once", pinned=True)
-    memory.register("used")
-    for _ in range(4):
-        memory.recall("used")
-    for _ in range(15):
-        memory.step()
-    assert round(memory.retention("once"), 3) == 0.153
-    assert round(memory.retention("used"), 3) == 0.950
-    assert memory.retention("once") == math.exp(-15 / 8)
+    once, used = fifteen_turns(InMemoryMemory(DecayPolicy()))
+    assert (round(once, 3), round(used, 3)) == (0.153, 0.950)
+    assert once == math.exp(-15 / 8)
 
 
 # --- window semantics ---------------------------------------------------------------

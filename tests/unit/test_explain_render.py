@@ -35,7 +35,7 @@ ANNOUNCED = obj(
     "supported", 100, [alt(100, "2026-10-01T00:00:00Z", ["policy"])],
     [{"code": "announced", "valid_from": "2026-10-01T00:00:00Z", "valid_to": None,
       "recorded_on": "2026-09-20T12:00:00Z",
-      "text": "announced, in force from 2026-10-01 (not yet in force on 2026-09-29 12:00 UTC; "
+      "text": "announced, in force from 2026-10-01 (not " "yet in force on 2026-09-29 12:00 UTC; "
               "recorded on 2026-09-20 12:00 UTC)"},
      {"code": "source", "text": "source: policy", "sources": ["policy"]}],
     interpretation="announced_future", valid_at="2026-10-15T12:00:00Z",
@@ -64,14 +64,14 @@ CONFLICT = obj(
     [alt(80, "2026-09-01T00:00:00Z", ["policy"], "2026-10-01T00:00:00Z"),
      alt(90, "2026-09-01T00:00:00Z", ["forum"], "2026-10-01T00:00:00Z")],
     [{"code": "conflict", "values": [80, 90], "sources": ["forum", "policy"],
-      "text": "sources disagree, none is preferred: policy says 80 (from 2026-09-01 until 2026-10-01), "
+      "text": "sources disagree, none is preferred: policy " "says 80 (from 2026-09-01 until 2026-10-01), "
               "forum says 90 (from 2026-09-01 until 2026-10-01)"}],
     interpretation="retrospective", valid_at="2026-09-15T12:00:00Z",
 )
 MISSING = obj(
     "missing", None, [],
     [{"code": "unknown", "recorded_until": None, "recorded_from": "2026-01-01T00:00:00Z",
-      "text": "nothing recorded for 2025-06-01 12:00 UTC: unknown, not zero (values are recorded from 2026-01-01)"}],
+      "text": "nothing recorded for 2025-06-01 12:00 UTC: unknown, " "not zero (values are recorded from 2026-01-01)"}],
     interpretation="missing", valid_at="2025-06-01T12:00:00Z",
 )
 
@@ -79,16 +79,16 @@ MISSING = obj(
 class TestRender:
     def test_announced(self) -> None:
         assert render(ANNOUNCED) == (
-            "mailer:prod/attachment_limit_mb for 2026-10-15 12:00 UTC, as known on 2026-09-29 12:00 UTC: "
-            "100 (supported); announced, in force from 2026-10-01 (not yet in force on 2026-09-29 12:00 UTC; "
+            "mailer:prod/attachment_limit_mb for 2026-10-15 " "12:00 UTC, as known on 2026-09-29 12:00 UTC: "
+            "100 (supported); announced, in force from 2026-10-01 " "(not yet in force on 2026-09-29 12:00 UTC; "
             "recorded on 2026-09-20 12:00 UTC); source: policy.")
 
     def test_conflict_and_missing(self) -> None:
         assert render(CONFLICT).startswith(
-            "mailer:prod/attachment_limit_mb for 2026-09-15 12:00 UTC, as known on 2026-09-29 12:00 UTC: "
+            "mailer:prod/attachment_limit_mb for 2026-09-15 " "12:00 UTC, as known on 2026-09-29 12:00 UTC: "
             "80 or 90 (conflict); sources disagree, none is preferred: policy says 80")
         assert render(MISSING) == (
-            "mailer:prod/attachment_limit_mb for 2025-06-01 12:00 UTC, as known on 2026-09-29 12:00 UTC: "
+            "mailer:prod/attachment_limit_mb for 2025-06-01 " "12:00 UTC, as known on 2026-09-29 12:00 UTC: "
             "unknown (missing); nothing recorded for 2025-06-01 12:00 UTC: unknown, not zero "
             "(values are recorded from 2026-01-01).")
 

@@ -14,7 +14,10 @@ if context.is_offline_mode():
     with context.begin_transaction():
         context.run_migrations()
 else:
-    engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("the shop's migrations need sqlalchemy.url in the Alembic config")
+    engine = create_engine(url, poolclass=pool.NullPool)
     with engine.connect() as connection:
         # The operations of bitemporal.alembic_ops call functions of the bitemporal
         # schema: bring it to head first, in the same transaction.

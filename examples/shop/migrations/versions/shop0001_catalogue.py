@@ -6,22 +6,24 @@ Revision ID: shop0001
 import sqlalchemy as sa
 from alembic import op
 
-import bitemporal.alembic_ops  # noqa: F401 - registers op.create_bitemporal_table and friends
+# Registers op.create_bitemporal_table and friends at run time, where mypy cannot see them:
+# hence the type: ignore[attr-defined] on each call.
+import bitemporal.alembic_ops  # noqa: F401
 
 revision = "shop0001"
 down_revision = None
 
 
-def upgrade():
+def upgrade() -> None:
     op.execute("CREATE SCHEMA shop")
-    op.create_bitemporal_table(
+    op.create_bitemporal_table(  # type: ignore[attr-defined]
         "product",
         sa.Column("sku", sa.Text),
         sa.Column("name", sa.Text, nullable=False),
         key=["sku"],
         schema="shop",
     )
-    op.create_bitemporal_table(
+    op.create_bitemporal_table(  # type: ignore[attr-defined]
         "price",
         sa.Column("sku", sa.Text),
         sa.Column("currency", sa.Text),
@@ -30,8 +32,9 @@ def upgrade():
         schema="shop",
     )
     # At every valid time of a price, its product exists.
-    op.create_temporal_reference("price_product", "price", "product", ["sku"],
-                                 source_schema="shop", referent_schema="shop")
+    op.create_temporal_reference(  # type: ignore[attr-defined]
+        "price_product", "price", "product", ["sku"], source_schema="shop", referent_schema="shop"
+    )
     op.create_table(
         "supplier",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -41,9 +44,9 @@ def upgrade():
     op.execute("INSERT INTO shop.supplier VALUES (1, 'Acme'), (2, 'Globex')")
 
 
-def downgrade():
+def downgrade() -> None:
     op.drop_table("supplier", schema="shop")
-    op.drop_temporal_reference("price_product", "price", source_schema="shop")
-    op.drop_bitemporal_table("price", schema="shop")
-    op.drop_bitemporal_table("product", schema="shop")
+    op.drop_temporal_reference("price_product", "price", source_schema="shop")  # type: ignore[attr-defined]
+    op.drop_bitemporal_table("price", schema="shop")  # type: ignore[attr-defined]
+    op.drop_bitemporal_table("product", schema="shop")  # type: ignore[attr-defined]
     op.execute("DROP SCHEMA shop")
