@@ -194,3 +194,20 @@ def test_reimporting_rows_the_store_since_contradicts_records_them_again(
     for day in range(6):
         answer = store.facts.resolve(changed, valid_at=START + timedelta(days=day, hours=1))
         assert answer.value == day
+
+
+def test_a_bad_row_among_rows_already_known_still_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store
+) -> None:
+    prefix = f"badlast:{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "changes.jsonl"
+    rows = write_changes(path, prefix, keys=1, changes=3)
+    assert import_(capsys, database_url, path)[0] == 0
+    before = contents(store, prefix)
+    with path.open("a", encoding="utf-8") as file:  # the same key, an inverted period
+        file.write(json.dumps({"entity": f"{prefix}:0", "attribute": "limit", "source": "s", "value": 2,
+                               "valid_from": (START + timedelta(days=5)).isoformat(),
+                               "valid_to": START.isoformat()}) + "\n")
+    code, _, err = import_(capsys, database_url, path)
+    assert code == 1 and f"line {rows + 1}: period" in err and "inverted" in err, err
+    assert contents(store, prefix) == before
