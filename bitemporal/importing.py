@@ -12,7 +12,8 @@ batches before it stay imported. Running the same file again writes nothing new:
 * several rows of one key and source without ``known_at`` would each be a change (each
   overwrites the one before), so the file is read twice: first to work out what each such
   group leaves known at its end (the last row wins over each instant of valid time), and
-  the group is skipped when the store still knows exactly that.
+  the group is skipped when the store still knows exactly that (not for a pipe, which can
+  be read only once).
 """
 
 from __future__ import annotations
@@ -214,8 +215,10 @@ def import_file(
     report = ImportReport()
     with open(path, "rb") as raw:
         try:
-            settled = _settled_groups(facts, _parse(_CountingLines(raw), kind))
-            raw.seek(0)
+            settled: set[Group] = set()
+            if raw.seekable():  # a pipe is read once: its groups are recorded again
+                settled = _settled_groups(facts, _parse(_CountingLines(raw), kind))
+                raw.seek(0)
             _import_stream(facts, raw, kind, report, batch_size, max_errors, progress, settled)
         except (BitemporalError, OSError) as exc:
             # Bad rows, a line that is not UTF-8, a lost connection: say what is kept.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -211,3 +213,17 @@ def test_a_bad_row_among_rows_already_known_still_fails(
     code, _, err = import_(capsys, database_url, path)
     assert code == 1 and f"line {rows + 1}: period" in err and "inverted" in err, err
     assert contents(store, prefix) == before
+
+
+def test_a_pipe_is_imported(tmp_path: Path, database_url: str, store: Store) -> None:
+    """A file that can be read only once (here standard input) is imported in one pass."""
+    prefix = f"pipe:{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "changes.jsonl"
+    rows = write_changes(path, prefix, keys=2, changes=2)
+    result = subprocess.run(
+        [sys.executable, "-m", "bitemporal", "--url", database_url, "import", "/dev/stdin",
+         "--format", "jsonl", "--quiet"], input=path.read_text(encoding="utf-8"),
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert f"imported {rows:,} rows" in result.stdout
+    assert store.facts.resolve(Key(f"{prefix}:1", "limit"), valid_at=START + timedelta(days=1)).value == 1
