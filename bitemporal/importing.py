@@ -217,7 +217,7 @@ def import_file(
         try:
             settled: set[Group] = set()
             if raw.seekable():  # a pipe is read once: its groups are recorded again
-                settled = _settled_groups(facts, _parse(_CountingLines(raw), kind))
+                settled = _settled_groups(facts, _records(_CountingLines(raw), kind), kind)
                 raw.seek(0)
             _import_stream(facts, raw, kind, report, batch_size, max_errors, progress, settled)
         except (BitemporalError, OSError) as exc:
@@ -232,10 +232,6 @@ def import_file(
                 report=report, first_line=failed.first_line if failed else report.last_line + 1,
             ) from exc
     return report
-
-
-def _parse(lines: Iterable[str], kind: str) -> Iterator[FileRow]:
-    return read_csv(lines) if kind == "csv" else read_jsonl(lines)
 
 
 Group = tuple[str, str, str]  # entity, attribute, source
@@ -257,40 +253,60 @@ def _overwrite(segments: list[Segment], start: datetime, end: datetime, value: A
     return [*kept, (start, end, value)]
 
 
-def _settled_groups(facts: Any, source: Iterable[FileRow]) -> set[Group]:
+def _records(lines: Iterable[str], kind: str) -> Iterator[Mapping[str, Any]]:
+    """The file's records as field mappings, not checked: a cheap first reading. It stops
+    at a record that is not a mapping of fields (the import proper stops there too)."""
+    if kind == "csv":
+        yield from csv.DictReader(lines, strict=True)
+        return
+    for text in lines:
+        if text.strip():
+            fields = parse_json(text)
+            if not isinstance(fields, dict):
+                return
+            yield fields
+
+
+def _settled_groups(facts: Any, records: Iterable[Mapping[str, Any]], kind: str) -> set[Group]:
     """The (entity, attribute, source) groups of several rows, none with ``known_at``,
     whose end result the store still knows: recording them again would only write the
     same values anew. Rows after the file's first problem do not count (the import stops
-    there), and neither does a group with a bad row."""
-    groups: dict[Group, list[Segment]] = {}
-    counts: dict[Group, int] = {}
+    there), and neither does a group with a bad row. Only these groups' rows are checked
+    and parsed here; the others are read, not parsed."""
+    rows: dict[Group, list[Mapping[str, Any]]] = {}
     unsettled: set[Group] = set()
     try:
-        for _, row in source:
-            if isinstance(row, BitemporalError):
-                continue  # also bad in the import proper, which stops there
-            group = (row["entity"], row["attribute"], row["source"])
-            counts[group] = counts.get(group, 0) + 1
-            if row["known_at"] is not None:
+        for fields in records:
+            entity, attribute, source = (fields.get(name) for name in ("entity", "attribute", "source"))
+            if not (isinstance(entity, str) and isinstance(attribute, str) and isinstance(source, str)):
+                continue  # bad: the import proper stops there
+            group = (entity, attribute, source)
+            if fields.get("known_at") not in (None, ""):
                 unsettled.add(group)
-                continue
-            try:
+            elif group not in unsettled:
+                rows.setdefault(group, []).append(fields)
+    except (BitemporalError, ValueError, RecursionError, csv.Error):
+        pass  # not UTF-8, not CSV or JSON: the import proper stops there
+    groups: dict[Group, list[Segment]] = {}
+    for group, found in rows.items():
+        if len(found) < 2 or group in unsettled:
+            continue  # a lone row: a no-op of record_many if already known
+        segments: list[Segment] = []
+        try:
+            for fields in found:
+                row = _file_row(fields, value_is_json_text=kind == "csv")
                 start = to_optional_instant(row["valid_from"], name="valid_from") or _LOW
                 end = to_optional_instant(row["valid_to"], name="valid_to") or _HIGH
-            except BitemporalError:
-                unsettled.add(group)
-                continue
-            if end <= start:  # an empty or inverted period: the import proper refuses it
-                unsettled.add(group)
-                continue
-            groups[group] = _overwrite(groups.get(group, []), start, end, row["value"])
-    except BitemporalError:
-        pass  # a line that is not UTF-8, malformed CSV: the import proper stops there
-    candidates = [g for g in groups if counts[g] > 1 and g not in unsettled]
+                if end <= start:  # an empty or inverted period: the import proper refuses it
+                    raise InvalidInputError("empty or inverted period")
+                segments = _overwrite(segments, start, end, row["value"])
+        except BitemporalError:
+            continue
+        groups[group] = segments
     try:
         # The last row's segment first (one per group): on a first import, that rules
         # every group out in one small query.
-        settled = _still_known(facts, {g: groups[g][-1:] for g in candidates})
+        settled = _still_known(facts, {g: parts[-1:] for g, parts in groups.items()})
         return _still_known(facts, {g: groups[g][:-1] for g in settled})
     except (BatchError, PermissionDeniedError):
         return set()  # a value the store refuses, or no right to read: import as is
@@ -315,7 +331,7 @@ def _import_stream(facts: Any, raw: IO[bytes], kind: str, report: ImportReport, 
                    max_errors: int, progress: OnProgress | None, settled: set[Group]) -> None:
     total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
     lines = _CountingLines(raw)
-    source = _parse(lines, kind)
+    source = read_csv(lines) if kind == "csv" else read_jsonl(lines)
     def done(final: bool = False) -> None:
         if progress is not None:
             progress(report.rows, lines.done, total_bytes, final)
