@@ -6,12 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import decay, facts, load
+from . import decay, facts, importing, load
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
     "decay": decay.main,
     "load": load.main,
+    "import": importing.main,
 }
 
 

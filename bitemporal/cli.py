@@ -1,4 +1,4 @@
-"""The ``bitemporal`` command: a thin layer over the same typed functions as the Python API.
+"""The bitemporal command: a thin layer over the same typed functions as the Python API.
 
     bitemporal db upgrade|current|sql               migrations (Alembic underneath)
     bitemporal db downgrade REVISION [--force]      --force: even if tables holding data go
@@ -11,24 +11,27 @@
     bitemporal import FILE [--format csv|jsonl] [--batch-size N]   bulk ingestion (record_many)
     bitemporal demo
 
-The database URL comes from ``--url``, else ``BITEMPORAL_DATABASE_URL``, else
-``DATABASE_URL``, else the embedded server. Times are ISO 8601 with a time zone
-(``2026-09-01T12:00:00+02:00``) or dates (midnight UTC).
+The database URL comes from ``--url`` (before or after the command), else
+``BITEMPORAL_DATABASE_URL``, else ``DATABASE_URL``, else the embedded server (said in a
+note on stderr). Times are ISO 8601 with a time zone (``2026-09-01T12:00:00+02:00``) or
+dates (midnight UTC). Help texts are plain text: no markup.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from importlib.metadata import version
 from typing import Any, NoReturn
 
 import psycopg
 import sqlalchemy.exc
 
-from . import demo, migrations
+from . import database, demo, migrations
 from .cli_output import Progress, print_problems, versions_table
 from .errors import (
     BitemporalError,
@@ -75,15 +78,30 @@ def _count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from exc
 
 
-def _open(url: str | None) -> Store:
+def _url(args: argparse.Namespace) -> str:
+    """The database URL of a command (see the module's docstring); a note on stderr when
+    it is the embedded server, which a user who forgot ``--url`` would not expect."""
+    given = getattr(args, "url", None)
+    if given or any(os.environ.get(name) for name in database.URL_VARIABLES):
+        return database.database_url(given)
+    print(f"bitemporal: note: no --url, {' or '.join(database.URL_VARIABLES)}: using the "
+          f"embedded PostgreSQL 18 in {database.embedded_data_dir()}", file=sys.stderr)
+    return database.embedded_url()
+
+
+def _open(args: argparse.Namespace) -> Store:
     """A store on the database, or ConfigurationError saying why there is none."""
     try:
-        return connect(url)
+        return connect(_url(args))
     except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
-        # psycopg and SQLAlchemy (migrations) refuse malformed URLs and unreachable
-        # servers with their own errors; the first line says which.
-        reason = " ".join(str(exc).split())
-        raise ConfigurationError(f"cannot connect to the database: {reason}") from exc
+        raise _unreachable(exc) from exc
+
+
+def _unreachable(exc: Exception) -> ConfigurationError:
+    # psycopg and SQLAlchemy (migrations) refuse malformed URLs and unreachable servers
+    # with their own errors; their first line says which (SQLAlchemy appends a link).
+    reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    return ConfigurationError(f"cannot connect to the database: {reason}")
 
 
 def _version_json(v: Version) -> dict[str, Any]:
@@ -122,19 +140,24 @@ def answer_json(answer: Answer) -> dict[str, Any]:
 
 
 def _db(args: argparse.Namespace) -> int:
-    if args.db_command == "upgrade":
-        migrations.migrate(args.url, args.revision, partitions=args.partitions)
-    elif args.db_command == "downgrade":
-        migrations.downgrade(args.url, args.revision, force=args.force)
-    elif args.db_command == "current":
-        print(migrations.current(args.url) or "(not migrated)")
-    else:
+    if args.db_command == "sql":  # offline: no database
         sys.stdout.write(migrations.sql_script(args.revision, start=args.start, partitions=args.partitions))
+        return 0
+    url = _url(args)
+    try:
+        if args.db_command == "upgrade":
+            migrations.migrate(url, args.revision, partitions=args.partitions)
+        elif args.db_command == "downgrade":
+            migrations.downgrade(url, args.revision, force=args.force)
+        else:
+            print(migrations.current(url) or "(not migrated)")
+    except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
+        raise _unreachable(exc) from exc
     return 0
 
 
 def _record(args: argparse.Namespace) -> int:
-    with _open(args.url) as store:
+    with _open(args) as store:
         result = store.facts.record(
             Key(args.entity, args.attribute), parse_value(args.value), source=args.source,
             valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
@@ -149,7 +172,7 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _retract(args: argparse.Namespace) -> int:
-    with _open(args.url) as store:
+    with _open(args) as store:
         ended = store.facts.retract(
             Key(args.entity, args.attribute), source=args.source,
             valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
@@ -159,7 +182,7 @@ def _retract(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    with _open(args.url) as store:
+    with _open(args) as store:
         answer = store.facts.resolve(
             Key(args.entity, args.attribute), valid_at=args.valid_at, known_at=args.known_at,
             now=args.now,
@@ -181,7 +204,7 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    with _open(args.url) as store:
+    with _open(args) as store:
         versions = store.facts.history(Key(args.entity, args.attribute))
     if args.json:
         print(dumps([_version_json(v) for v in versions], indent=2))
@@ -192,7 +215,7 @@ def _history(args: argparse.Namespace) -> int:
 
 def _plot(args: argparse.Namespace) -> int:
     key = Key(args.entity, args.attribute)
-    with _open(args.url) as store:
+    with _open(args) as store:
         versions = store.facts.history(key)
         now = store.now()
     shapes = draw(versions, args.output, title=str(key), now=now)
@@ -201,7 +224,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    with _open(args.url) as store:
+    with _open(args) as store:
         try:
             report = import_file(
                 store.facts, args.file, fmt=args.format, batch_size=args.batch_size,
@@ -220,7 +243,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    demo.run(sys.stdout, args.url)
+    demo.run(sys.stdout, getattr(args, "url", None))
     return 0
 
 
@@ -230,36 +253,46 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("bitemporal").strip()
         self.exit(2, f"bitemporal: error: {where + ': ' if where else ''}{message} "
-                     f"(see `{self.prog} --help`)\n")
+                     f"(see '{self.prog} --help')\n")
 
 
 def parser() -> argparse.ArgumentParser:
-    top = _Parser(prog="bitemporal", description=__doc__.split("\n")[0])
-    top.add_argument("--url", help="database URL (default: $BITEMPORAL_DATABASE_URL, "
-                     "$DATABASE_URL, else an embedded PostgreSQL 18)")
-    commands = top.add_subparsers(dest="command", required=True)
+    # The global options, accepted before or after the (sub)command: every parser has them,
+    # and SUPPRESS keeps a subcommand that was not given them from resetting the top's.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=argparse.SUPPRESS,
+                        help="database URL (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, "
+                             "else an embedded PostgreSQL 18, with a note on stderr)")
+    top = _Parser(prog="bitemporal", description=__doc__.split("\n")[0], parents=[common])
+    top.add_argument("--version", action="version", version=f"bitemporal {version('bitemporal')}")
+    commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    db = commands.add_parser("db", help="migrate the database schema")
-    db_commands = db.add_subparsers(dest="db_command", required=True)
+    def command(parent: Any, name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = parent.add_parser(
+            name, help=help, description=kwargs.pop("description", help), parents=[common], **kwargs)
+        return sub
+
+    db = command(commands, "db", "migrate the database schema")
+    db_commands = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
     partitions_help = ("hash-partition the version table by entity into N partitions "
                        "(applied by migration 0008; see docs/operations.md, Partitioned layout)")
-    upgrade = db_commands.add_parser("upgrade", help="upgrade to a revision (default head)")
+    upgrade = command(db_commands, "upgrade", "upgrade to a revision (default head)")
     upgrade.add_argument("revision", nargs="?", default="head")
     upgrade.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
-    downgrade = db_commands.add_parser(
-        "downgrade", help="downgrade to a revision (base: drop the schema's objects)")
+    downgrade = command(db_commands, "downgrade",
+                        "downgrade to a revision (base: drop the schema's objects)")
     downgrade.add_argument("revision", help="the revision to go down to, e.g. 0007, -1 or base")
     downgrade.add_argument("--force", action="store_true",
                            help="drop tables that hold data (history is lost); refused without it")
-    db_commands.add_parser("current", help="print the current revision")
-    sql = db_commands.add_parser("sql", help="print the upgrade SQL for review (offline)")
+    command(db_commands, "current", "print the current revision")
+    sql = command(db_commands, "sql", "print the upgrade SQL for review (offline)")
     sql.add_argument("revision", nargs="?", default="head")
     sql.add_argument("--start", help="revision the database is at (default: empty)")
     sql.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
     db.set_defaults(handler=_db)
 
     def keyed(name: str, help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help)
+        sub = command(commands, name, help)
         sub.add_argument("entity")
         sub.add_argument("attribute")
         return sub
@@ -295,13 +328,14 @@ def parser() -> argparse.ArgumentParser:
     plot.add_argument("-o", "--output", required=True, help="PNG file to write")
     plot.set_defaults(handler=_plot)
 
-    ingest = commands.add_parser(
-        "import", help="bulk-record the rows of a CSV or JSON Lines file (record_many)",
-        description="Each row is recorded as by `bitemporal record` (fields entity, attribute, "
+    ingest = command(
+        commands, "import", "bulk-record the rows of a CSV or JSON Lines file (record_many)",
+        description="Each row is recorded as by 'bitemporal record' (fields entity, attribute, "
                     "source, value, valid_from, valid_to, known_at, recorded_by; CSV: a header "
                     "naming them, value as JSON text; JSON Lines: one object per line). Rows go "
                     "in batches, each batch one transaction: a batch with a bad row writes "
-                    "nothing, the import stops there, and the batches before it stay imported.")
+                    "nothing, the import stops there, and the batches before it stay imported. "
+                    "Importing rows already recorded writes nothing new.")
     ingest.add_argument("file")
     ingest.add_argument("--format", choices=["csv", "jsonl"], help="default: from the file name")
     ingest.add_argument("--batch-size", type=_count_arg, default=10_000, help="rows per batch (default 10000)")
@@ -309,7 +343,7 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     ingest.set_defaults(handler=_import)
 
-    commands.add_parser("demo", help="replay the worked example in a scratch database").set_defaults(
+    command(commands, "demo", "replay the worked example in a scratch database").set_defaults(
         handler=_demo)
     return top
 

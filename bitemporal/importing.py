@@ -3,8 +3,17 @@ through :meth:`Facts.record_many <bitemporal.Facts.record_many>`, batch by batch
 
 Each batch is its own transaction; on the first bad batch the import stops with
 :class:`~bitemporal.errors.ImportFailed` naming the bad rows by file line, and the
-batches before it stay imported. Running the same file again skips the rows already
-recorded (:meth:`Facts.recorded_already <bitemporal.Facts.recorded_already>`).
+batches before it stay imported. Running the same file again writes nothing new:
+
+* a row with an explicit ``known_at`` recorded before is skipped
+  (:meth:`Facts.recorded_already <bitemporal.Facts.recorded_already>`);
+* a lone row of its key and source without ``known_at`` whose value is already known is
+  a no-op of ``record_many`` itself;
+* several rows of one key and source without ``known_at`` would each be a change (each
+  overwrites the one before), so the file is read twice: first to work out what each such
+  group leaves known at its end (the last row wins over each instant of valid time), and
+  the group is skipped when the store still knows exactly that (not for a pipe, which can
+  be read only once).
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -29,7 +39,7 @@ from .errors import (
 )
 from .formatting import shown
 from .jsonvalues import parse as parse_json
-from .periods import parse_instant
+from .periods import parse_instant, to_optional_instant
 from .record_many import DEFAULT_MAX_ERRORS, FIELDS
 
 #: Called after each batch: rows done, bytes read, the file's size (None: unknown), final.
@@ -205,7 +215,11 @@ def import_file(
     report = ImportReport()
     with open(path, "rb") as raw:
         try:
-            _import_stream(facts, raw, kind, report, batch_size, max_errors, progress)
+            settled: set[Group] = set()
+            if raw.seekable():  # a pipe is read once: its groups are recorded again
+                settled = _settled_groups(facts, _records(_CountingLines(raw), kind), kind)
+                raw.seek(0)
+            _import_stream(facts, raw, kind, report, batch_size, max_errors, progress, settled)
         except (BitemporalError, OSError) as exc:
             # Bad rows, a line that is not UTF-8, a lost connection: say what is kept.
             retry = ("re-run the same command to continue"
@@ -220,8 +234,101 @@ def import_file(
     return report
 
 
+Group = tuple[str, str, str]  # entity, attribute, source
+Segment = tuple[datetime, datetime, Any]  # valid from, valid to (open: _LOW, _HIGH), value
+_LOW, _HIGH = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+# After every knowledge time: the versions still known (knowledge not ended) contain it.
+_STILL_KNOWN = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def _overwrite(segments: list[Segment], start: datetime, end: datetime, value: Any) -> list[Segment]:
+    """``segments`` (disjoint) after ``value`` is written over [start, end): what a
+    record of one source does to that source's current values."""
+    kept: list[Segment] = []
+    for s, e, v in segments:
+        if s < start:
+            kept.append((s, min(e, start), v))
+        if e > end:
+            kept.append((max(s, end), e, v))
+    return [*kept, (start, end, value)]
+
+
+def _records(lines: Iterable[str], kind: str) -> Iterator[Mapping[str, Any]]:
+    """The file's records as field mappings, not checked: a cheap first reading. It stops
+    at a record that is not a mapping of fields (the import proper stops there too)."""
+    if kind == "csv":
+        yield from csv.DictReader(lines, strict=True)
+        return
+    for text in lines:
+        if text.strip():
+            fields = parse_json(text)
+            if not isinstance(fields, dict):
+                return
+            yield fields
+
+
+def _settled_groups(facts: Any, records: Iterable[Mapping[str, Any]], kind: str) -> set[Group]:
+    """The (entity, attribute, source) groups of several rows, none with ``known_at``,
+    whose end result the store still knows: recording them again would only write the
+    same values anew. Rows after the file's first problem do not count (the import stops
+    there), and neither does a group with a bad row. Only these groups' rows are checked
+    and parsed here; the others are read, not parsed."""
+    rows: dict[Group, list[Mapping[str, Any]]] = {}
+    unsettled: set[Group] = set()
+    try:
+        for fields in records:
+            entity, attribute, source = (fields.get(name) for name in ("entity", "attribute", "source"))
+            if not (isinstance(entity, str) and isinstance(attribute, str) and isinstance(source, str)):
+                continue  # bad: the import proper stops there
+            group = (entity, attribute, source)
+            if fields.get("known_at") not in (None, ""):
+                unsettled.add(group)
+            elif group not in unsettled:
+                rows.setdefault(group, []).append(fields)
+    except (BitemporalError, ValueError, RecursionError, csv.Error):
+        pass  # not UTF-8, not CSV or JSON: the import proper stops there
+    groups: dict[Group, list[Segment]] = {}
+    for group, found in rows.items():
+        if len(found) < 2 or group in unsettled:
+            continue  # a lone row: a no-op of record_many if already known
+        segments: list[Segment] = []
+        try:
+            for fields in found:
+                row = _file_row(fields, value_is_json_text=kind == "csv")
+                start = to_optional_instant(row["valid_from"], name="valid_from") or _LOW
+                end = to_optional_instant(row["valid_to"], name="valid_to") or _HIGH
+                if end <= start:  # an empty or inverted period: the import proper refuses it
+                    raise InvalidInputError("empty or inverted period")
+                segments = _overwrite(segments, start, end, row["value"])
+        except BitemporalError:
+            continue
+        groups[group] = segments
+    try:
+        # The last row's segment first (one per group): on a first import, that rules
+        # every group out in one small query.
+        settled = _still_known(facts, {g: parts[-1:] for g, parts in groups.items()})
+        return _still_known(facts, {g: groups[g][:-1] for g in settled})
+    except (BatchError, PermissionDeniedError):
+        return set()  # a value the store refuses, or no right to read: import as is
+
+
+def _still_known(facts: Any, groups: dict[Group, list[Segment]]) -> set[Group]:
+    """The groups whose every segment the store still knows (its source's value over it)."""
+    segments = [
+        {"entity": e, "attribute": a, "source": s, "value": value, "known_at": _STILL_KNOWN,
+         "valid_from": None if start == _LOW else start, "valid_to": None if end == _HIGH else end}
+        for (e, a, s), parts in groups.items() for start, end, value in parts if start < end
+    ]
+    known = facts.recorded_already(segments) if segments else []
+    settled = set(groups)
+    for segment, done in zip(segments, known, strict=True):
+        if not done:
+            settled.discard((segment["entity"], segment["attribute"], segment["source"]))
+    return settled
+
+
 def _import_stream(facts: Any, raw: IO[bytes], kind: str, report: ImportReport, batch_size: int,
-                   max_errors: int, progress: OnProgress | None) -> None:
+                   max_errors: int, progress: OnProgress | None, settled: set[Group]) -> None:
     total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
     lines = _CountingLines(raw)
     source = read_csv(lines) if kind == "csv" else read_jsonl(lines)
@@ -231,14 +338,22 @@ def _import_stream(facts: Any, raw: IO[bytes], kind: str, report: ImportReport, 
 
     start = time.monotonic()
     batch: list[FileRow] = []
+    skipped = 0  # rows of settled groups, counted with the batch that follows them
     for item in source:
+        row = item[1]
+        if settled and not isinstance(row, BitemporalError) and (
+                row["entity"], row["attribute"], row["source"]) in settled:
+            skipped += 1
+            continue
         batch.append(item)
         if len(batch) >= batch_size:
             _import_batch(facts, batch, report, max_errors)
+            report.rows, report.unchanged, skipped = report.rows + skipped, report.unchanged + skipped, 0
             done()
             batch = []
     if batch:
         _import_batch(facts, batch, report, max_errors)
+    report.rows, report.unchanged = report.rows + skipped, report.unchanged + skipped
     report.seconds = time.monotonic() - start
     done(final=True)
 

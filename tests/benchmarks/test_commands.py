@@ -20,7 +20,7 @@ def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("suite", ["facts", "decay", "load"])
+@pytest.mark.parametrize("suite", ["facts", "decay", "load", "import"])
 def test_each_suite_is_one_command(suite: str) -> None:
     result = benchmarks(suite, "--help")
     assert result.returncode == 0, result.stderr
@@ -40,3 +40,16 @@ def test_load_runs_end_to_end_from_the_command(server_url: str) -> None:
     assert result.returncode == 0, result.stderr
     assert "errors by kind: none" in result.stdout
     assert "invariants: overlapping versions=0, empty periods=0, past answers changed=0" in result.stdout
+
+
+@pytest.mark.parametrize("workload", ["new", "history", "changes"])
+def test_import_runs_end_to_end_from_the_command(server_url: str, workload: str) -> None:
+    result = benchmarks("import", "--url", server_url, "--rows", "300", "--batch-size", "100",
+                        "--workload", workload)
+    assert result.returncode == 0, result.stderr
+    assert "import / record_many: " in result.stdout
+    assert "re-import wrote 0 versions" in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines()]
+    table = {row[0]: row for row in rows if len(row) == 4}  # method, seconds, rows/s, versions
+    assert table["record_many"][3] == table["import"][3] != "0"  # the same versions written
+    assert table["re-import"][3] == "0"

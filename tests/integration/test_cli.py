@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bitemporal import Key, migrations
+from bitemporal import Key, cli, database, migrations
+from bitemporal.errors import InvalidTimeError
+from bitemporal.periods import parse_instant
 from tests.helpers import run_cli
 
 
@@ -88,3 +93,81 @@ def test_demo(server_url: str) -> None:
         assert status in cells and interpretation in cells, rows[kind]
         answer = " | ".join(f"{v} MB" for v in values) or "-"
         assert f"  {answer}  " in rows[kind], rows[kind]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"bitemporal {importlib.metadata.version('bitemporal')}"
+
+
+def test_global_options_go_before_or_after_the_command(
+    capsys: pytest.CaptureFixture[str], database_url: str, key: Key
+) -> None:
+    code, out, _ = run_cli(capsys, "record", key.entity, key.attribute, "7", "--source", "s",
+                       "--url", database_url)
+    assert code == 0 and out.startswith("recorded version")
+    code, out, _ = run_cli(capsys, "resolve", "--url", database_url, key.entity, key.attribute, "--json")
+    assert code == 0 and json.loads(out)["value"] == 7
+    assert run_cli(capsys, "db", "current", "--url", database_url)[1].strip() == migrations.head()
+
+
+def _all_help(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    commands = [[], ["db"], ["db", "upgrade"], ["db", "downgrade"], ["db", "current"], ["db", "sql"],
+                ["record"], ["retract"], ["resolve"], ["history"], ["plot"], ["import"], ["demo"]]
+    texts = {}
+    for command in commands:
+        with pytest.raises(SystemExit):
+            cli.main([*command, "--help"])
+        texts[" ".join(command)] = capsys.readouterr().out
+    return texts
+
+
+def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    for command, text in _all_help(capsys).items():
+        assert text.startswith("usage: bitemporal"), command
+        for markup in ("``", ":meth:", ":class:", ":mod:", "`"):
+            assert markup not in text, (command, markup, text)
+        assert "--url" in text, command  # the global option, on every command
+
+
+def test_a_bad_time_says_the_library_s_message_and_hint(
+    capsys: pytest.CaptureFixture[str], database_url: str
+) -> None:
+    with pytest.raises(InvalidTimeError) as expected:
+        parse_instant("2026-02-30")
+    assert expected.value.hint
+    try:
+        code = cli.main(["--url", database_url, "resolve", "e", "a", "--valid-at", "2026-02-30"])
+    except SystemExit as exc:  # argparse's usage error
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert expected.value.message in err and expected.value.hint in err, err
+    assert "invalid parse_instant value" not in err
+
+
+def _without_url(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in database.URL_VARIABLES}
+    return {**env, "XDG_DATA_HOME": str(tmp_path / "data")}
+
+
+def test_the_embedded_database_is_announced(tmp_path: Path) -> None:
+    """Without a URL a command says on stderr that it uses the embedded server (here a
+    fresh one, not migrated: the command then fails as on any unmigrated database)."""
+    result = subprocess.run([sys.executable, "-m", "bitemporal", "resolve", "e", "a"],
+                            capture_output=True, text=True, timeout=180, env=_without_url(tmp_path),
+                            check=False)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("bitemporal: note: ") and "embedded PostgreSQL" in lines[0]
+    assert str(tmp_path / "data") in lines[0]
+    assert lines[1].startswith("bitemporal: error: ") and result.returncode == 1
+
+
+def test_offline_commands_need_no_database_and_say_nothing(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "bitemporal", "db", "sql"], capture_output=True,
+                            text=True, timeout=120, env=_without_url(tmp_path), check=True)
+    assert result.stderr == "" and "COMMIT" in result.stdout
+    assert not (tmp_path / "data").exists()

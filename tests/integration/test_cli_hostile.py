@@ -119,6 +119,17 @@ CASES: list[tuple[str, list[str], int]] = [
      FAILURE),
     ("missing database", ["--url", "{missing_db}", "resolve", "hostile:e", "a"], FAILURE),
     ("import to an unreachable server", ["--url", UNREACHABLE, "import", "{dir}/huge.csv"], FAILURE),
+    ("--url after the command", ["resolve", "hostile:e", "a", "--url", UNREACHABLE], FAILURE),
+    ("--url after a db command", ["db", "current", "--url", UNREACHABLE], FAILURE),
+    ("db upgrade on an unreachable server", ["--url", UNREACHABLE, "db", "upgrade"], FAILURE),
+    ("db downgrade on an unreachable server", ["--url", UNREACHABLE, "db", "downgrade", "base"], FAILURE),
+    ("db upgrade malformed URL", ["--url", "postgresql://127.0.0.1:port/x", "db", "upgrade"], FAILURE),
+    ("db current not a PostgreSQL URL", ["--url", "mysql://127.0.0.1/x", "db", "current"], FAILURE),
+    ("--url without a value", ["resolve", "hostile:e", "a", "--url"], USAGE),
+    ("unknown option", ["resolve", "hostile:e", "a", "--frobnicate"], USAGE),
+    ("db without a subcommand", ["db"], USAGE),
+    ("db downgrade without a revision", ["db", "downgrade"], USAGE),
+    ("db upgrade --partitions not a number", ["db", "upgrade", "--partitions", "x"], USAGE),
     ("bench is no command (python -m benchmarks)", ["bench", "facts"], USAGE),
 ]
 

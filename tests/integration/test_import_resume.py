@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -145,3 +147,83 @@ def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_aga
     assert code == 0, err
     assert f"imported {rows:,} rows" in out
     assert contents(store, resumed) == contents(store, clean)
+
+
+def write_changes(path: Path, prefix: str, keys: int = 20, changes: int = 6) -> int:
+    """Rows without known_at (each batch's transaction time): every key changes value
+    `changes` times, each change from a later day on, rows of a key spread over batches."""
+    lines = [json.dumps({"entity": f"{prefix}:{k}", "attribute": "limit", "source": "s",
+                         "value": c, "valid_from": (START + timedelta(days=c)).isoformat()})
+             for c in range(changes) for k in range(keys)]
+    lines.append(json.dumps({"entity": f"{prefix}:single", "attribute": "limit", "source": "s",
+                             "value": "once", "valid_from": START.isoformat(),
+                             "valid_to": (START + timedelta(days=9)).isoformat()}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines)
+
+
+def test_reimporting_rows_without_known_at_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store
+) -> None:
+    prefix = f"nokat:{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "changes.jsonl"
+    rows = write_changes(path, prefix)
+    code, out, err = import_(capsys, database_url, path)
+    assert code == 0 and f"{rows:,} created" in out, err
+    first = contents(store, prefix)
+    code, out, err = import_(capsys, database_url, path)
+    assert code == 0, err
+    assert f"imported {rows:,} rows" in out and "0 created" in out and f"{rows:,} unchanged" in out
+    assert contents(store, prefix) == first
+
+
+def test_reimporting_rows_the_store_since_contradicts_records_them_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store
+) -> None:
+    """Only what is still known is skipped: a key changed since the import gets the file's
+    values again, the others stay untouched."""
+    prefix = f"since:{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "changes.jsonl"
+    write_changes(path, prefix, keys=3)
+    assert import_(capsys, database_url, path)[0] == 0
+    changed = Key(f"{prefix}:1", "limit")
+    store.facts.record(changed, 99, source="s", valid_from=START + timedelta(days=2),
+                       valid_to=START + timedelta(days=3))
+    untouched = contents(store, f"{prefix}:0")
+    code, out, err = import_(capsys, database_url, path)
+    assert code == 0 and "0 created" not in out, err
+    assert contents(store, f"{prefix}:0") == untouched
+    for day in range(6):
+        answer = store.facts.resolve(changed, valid_at=START + timedelta(days=day, hours=1))
+        assert answer.value == day
+
+
+def test_a_bad_row_among_rows_already_known_still_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store
+) -> None:
+    prefix = f"badlast:{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "changes.jsonl"
+    rows = write_changes(path, prefix, keys=1, changes=3)
+    assert import_(capsys, database_url, path)[0] == 0
+    before = contents(store, prefix)
+    with path.open("a", encoding="utf-8") as file:  # the same key, an inverted period
+        file.write(json.dumps({"entity": f"{prefix}:0", "attribute": "limit", "source": "s", "value": 2,
+                               "valid_from": (START + timedelta(days=5)).isoformat(),
+                               "valid_to": START.isoformat()}) + "\n")
+    code, _, err = import_(capsys, database_url, path)
+    assert code == 1 and f"line {rows + 1}: period" in err and "inverted" in err, err
+    assert contents(store, prefix) == before
+
+
+def test_a_pipe_is_imported(tmp_path: Path, database_url: str, store: Store) -> None:
+    """A file that can be read only once (here standard input) is imported in one pass."""
+    prefix = f"pipe:{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "changes.jsonl"
+    rows = write_changes(path, prefix, keys=2, changes=2)
+    result = subprocess.run(
+        [sys.executable, "-m", "bitemporal", "--url", database_url, "import", "/dev/stdin",
+         "--format", "jsonl", "--quiet"], input=path.read_text(encoding="utf-8"),
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert f"imported {rows:,} rows" in result.stdout
+    assert store.facts.resolve(Key(f"{prefix}:1", "limit"), valid_at=START + timedelta(days=1)).value == 1
