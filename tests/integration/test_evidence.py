@@ -235,7 +235,7 @@ def test_vector_retrieval_reports_clearly_where_it_cannot_work(store: Store, ser
 
 @pytest.mark.parametrize("name", ["pg_temp.bt_evil", "PG_TEMP.bt_evil"])
 def test_a_temporary_text_search_configuration_is_refused(
-    store: Store, key: Key, connect: Any, name: str
+    store: Store, key: Key, connect: Connect, name: str
 ) -> None:
     """A passage indexed with a configuration in the writer's pg_temp would break every later
     search reaching it, for every session, once the writer disconnects."""
