@@ -26,7 +26,6 @@ import subprocess
 import sys
 import types
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ import pytest
 
 import bitemporal
 from tests.docs.blocks import RUNNABLE, Block, collect
+from tests.helpers import DatabaseFactory
 
 BLOCKS = collect()
 PAGES = sorted({b.page for b in BLOCKS if b.runs or b.check})
@@ -110,15 +110,12 @@ def test_every_block_is_run_or_marked() -> None:
 @pytest.mark.parametrize("page", PAGES)
 def test_page(
     page: str,
-    make_database: Callable[[], str],
-    migrate_database: Callable[[str], None],
+    make_database: DatabaseFactory,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
     def fresh_database(migrated: bool = True) -> str:
-        url = make_database()
-        if migrated:
-            migrate_database(url)
+        url = make_database(migrated=migrated)
         monkeypatch.setenv("BITEMPORAL_DATABASE_URL", url)
         return url
 
@@ -164,7 +161,7 @@ def run_block(block: Block, namespace: dict[str, Any], cwd: Path) -> None:
 
 @needs_psql
 def test_sql_examples_mean_the_same_instants_in_any_session_time_zone(
-    make_database: Callable[[], str], migrate_database: Callable[[str], None]
+    make_database: DatabaseFactory,
 ) -> None:
     """PostgreSQL reads a time without an offset in the session's TimeZone, Python reads a
     date as midnight UTC: the docs' SQL spells every instant with its offset, so a São
@@ -180,8 +177,7 @@ def test_sql_examples_mean_the_same_instants_in_any_session_time_zone(
     days = [date(2026, 8, 31) + timedelta(days=n) for n in range(33)]
     seen: dict[str, dict[str, list[Any]]] = {}
     for zone in ("UTC", "America/Sao_Paulo"):
-        url = make_database()
-        migrate_database(url)
+        url = make_database(migrated=True)
         assert "supported" in psql(url, "\n".join(writes), time_zone=zone)
         with bitemporal.connect(url) as store:
             seen[zone] = {

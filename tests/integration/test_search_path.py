@@ -13,7 +13,7 @@ their constraints or index predicates to them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -45,9 +45,9 @@ PLANTED_OPERATORS = (
 
 
 @pytest.fixture
-def attacked(empty_database_url: str, migrate_database: Callable[[str], None]) -> Iterator[str]:
+def attacked(migrated_database_url: str) -> Iterator[str]:
     """A migrated database whose ``public`` holds planted functions and operators."""
-    migrate_database(empty_database_url)
+    empty_database_url = migrated_database_url
     attacker = f"bt_attacker_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(attacker)))

@@ -15,7 +15,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,9 +27,8 @@ from bitemporal import Key, KnowledgeTimeInPastError, RecordRow, Store
 
 
 @pytest.fixture
-def url(empty_database_url: str, migrate_database: Callable[[str], None]) -> str:
-    migrate_database(empty_database_url)
-    return empty_database_url
+def url(migrated_database_url: str) -> str:
+    return migrated_database_url
 
 
 @pytest.fixture
