@@ -306,7 +306,9 @@ class Memory:
     savepoint inside the caller's transaction).
     """
 
-    def __init__(self, namespace: str, policy: Policy, atomic: Connector, reading: Connector) -> None:
+    def __init__(
+        self, namespace: str, policy: Policy, atomic: Connector, reading: Connector
+    ) -> None:
         self.namespace = _check_name("namespace", namespace)
         self.policy: Policy = _check_policy(policy)
         self._atomic = atomic
@@ -452,9 +454,16 @@ class _Entry:
 
     def snapshot(self) -> MemoryItem:
         return MemoryItem(
-            self.item_id, self.key, self.pinned, self.present, self.stability,
-            self.recall_count, self.registered_turn, self.last_touched_turn,
-            self.evicted_turn, self.crossing_turn,
+            self.item_id,
+            self.key,
+            self.pinned,
+            self.present,
+            self.stability,
+            self.recall_count,
+            self.registered_turn,
+            self.last_touched_turn,
+            self.evicted_turn,
+            self.crossing_turn,
         )
 
 
@@ -492,7 +501,15 @@ class InMemoryMemory:
         s = self.policy.initial_stability(stability)
         turn = self._turn
         entry = _Entry(
-            item_id, key, pinned, True, s, 1, turn, turn, None,
+            item_id,
+            key,
+            pinned,
+            True,
+            s,
+            1,
+            turn,
+            turn,
+            None,
             None if pinned else self.policy.crossing(turn, s),
         )
         self._items.pop(item_id, None)
@@ -587,7 +604,9 @@ class InMemoryMemory:
         _check_name("item id", item_id)
         entry = self._items.get(item_id)
         if entry is None:
-            raise UnknownItemError(f"unknown item {item_id!r} in memory namespace {self.namespace!r}")
+            raise UnknownItemError(
+                f"unknown item {item_id!r} in memory namespace {self.namespace!r}"
+            )
         return entry
 
 

@@ -93,7 +93,6 @@ class EvidenceRecorded:
     evidence_id: int
 
 
-
 _HIT_QUERY = (
     "SELECT rank, score, version_id, entity, attribute, source, value, valid_period, "
     "known_period, recorded_by, carried_from, evidence_id, passage, document FROM "
@@ -118,7 +117,9 @@ def _embedding(embedding: Sequence[float]) -> list[float]:
     return numbers
 
 
-def _check_passage(passage: object, document: object, language: object, recorded_by: object) -> None:
+def _check_passage(
+    passage: object, document: object, language: object, recorded_by: object
+) -> None:
     if not isinstance(passage, str) or not passage.strip():
         raise InvalidEvidenceError("a passage must be non-blank text")
     for what, text in (("passage", passage), ("document", document), ("language", language)):
@@ -192,10 +193,18 @@ class Evidence:
                 "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
                 "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
                 (
-                    passage, document, language, vector, recorded_by,
-                    key.entity, key.attribute, source, json_text(value),
+                    passage,
+                    document,
+                    language,
+                    vector,
+                    recorded_by,
+                    key.entity,
+                    key.attribute,
+                    source,
+                    json_text(value),
                     *period_bounds(valid_from, valid_to),
-                    to_optional_instant(known_at, name="known_at"), recorded_by,
+                    to_optional_instant(known_at, name="known_at"),
+                    recorded_by,
                 ),
             ).fetchone()
         assert row is not None
@@ -290,8 +299,12 @@ class Evidence:
         filtered afterwards. Needs pgvector and :meth:`enable_vector`."""
         return self._hits(
             "bitemporal.nearest_evidence(%s::real[], %s, %s, %s, %s, %s)",
-            (_embedding(embedding), *self._question(valid_at, known_at), _limit(limit),
-             *_key_args(key)),
+            (
+                _embedding(embedding),
+                *self._question(valid_at, known_at),
+                _limit(limit),
+                *_key_args(key),
+            ),
         )
 
     # pgvector.
@@ -332,15 +345,18 @@ class Evidence:
         """Store (or replace) the embedding of a passage."""
         with self._atomic() as conn:
             conn.execute(
-                "SELECT bitemporal.set_embedding(%s, %s::real[])", (evidence_id, _embedding(embedding))
+                "SELECT bitemporal.set_embedding(%s, %s::real[])",
+                (evidence_id, _embedding(embedding)),
             )
 
     # Internals.
 
     @staticmethod
     def _question(valid_at: Instant | None, known_at: Instant | None) -> tuple[Any, Any]:
-        return (to_optional_instant(valid_at, name="valid_at"),
-                to_optional_instant(known_at, name="known_at"))
+        return (
+            to_optional_instant(valid_at, name="valid_at"),
+            to_optional_instant(known_at, name="known_at"),
+        )
 
     def _hits(self, call: str, args: tuple[Any, ...]) -> list[Hit]:
         with self._reading() as conn, cursor(conn, dict_row) as cur:

@@ -149,7 +149,9 @@ def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:
         elif isinstance(item, int) and not isinstance(item, bool):
             ids.append(item)
         else:
-            raise InvalidArtifactError(f"{what} must be ids (or Version / Artifact objects), not {item!r}")
+            raise InvalidArtifactError(
+                f"{what} must be ids (or Version / Artifact objects), not {item!r}"
+            )
     return ids
 
 
@@ -167,9 +169,14 @@ _ARTIFACT_QUERY = (
 
 def _artifact(row: dict[str, Any]) -> Artifact:
     return Artifact(
-        artifact_id=row["artifact_id"], kind=row["kind"], ref=row["ref"],
-        derived_at=row["derived_at"], retired_at=row["retired_at"], detail=row["detail"],
-        recorded_by=row["recorded_by"], versions=tuple(row["versions"]),
+        artifact_id=row["artifact_id"],
+        kind=row["kind"],
+        ref=row["ref"],
+        derived_at=row["derived_at"],
+        retired_at=row["retired_at"],
+        detail=row["detail"],
+        recorded_by=row["recorded_by"],
+        versions=tuple(row["versions"]),
         artifacts=tuple(row["artifacts"]),
     )
 
@@ -210,13 +217,26 @@ class Provenance:
             row = cur.execute(
                 "SELECT bitemporal.record_artifact(%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
                 "coalesce(%s::timestamptz, now())",
-                (kind, ref, version_ids, artifact_ids, None if detail is None else Jsonb(detail, dumps=dumps),
-                 at, recorded_by, at),
+                (
+                    kind,
+                    ref,
+                    version_ids,
+                    artifact_ids,
+                    None if detail is None else Jsonb(detail, dumps=dumps),
+                    at,
+                    recorded_by,
+                    at,
+                ),
             ).fetchone()
         assert row is not None
         return Artifact(
-            artifact_id=row[0], kind=kind, ref=ref, derived_at=row[1], detail=detail,
-            recorded_by=recorded_by, versions=tuple(sorted(set(version_ids))),
+            artifact_id=row[0],
+            kind=kind,
+            ref=ref,
+            derived_at=row[1],
+            detail=detail,
+            recorded_by=recorded_by,
+            versions=tuple(sorted(set(version_ids))),
             artifacts=tuple(sorted(set(artifact_ids))),
         )
 
@@ -240,7 +260,8 @@ class Provenance:
         """The invalidation list at ``known_at`` (default: now), by artifact id."""
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
-                "SELECT * FROM bitemporal.stale(%s)", (to_optional_instant(known_at, name="known_at"),)
+                "SELECT * FROM bitemporal.stale(%s)",
+                (to_optional_instant(known_at, name="known_at"),),
             )
             rows = cur.fetchall()
         stale: dict[int, StaleArtifact] = {}
@@ -259,7 +280,10 @@ class Provenance:
             )
             entry = stale.get(row["artifact_id"])
             stale[row["artifact_id"]] = StaleArtifact(
-                row["artifact_id"], row["kind"], row["ref"], row["derived_at"],
+                row["artifact_id"],
+                row["kind"],
+                row["ref"],
+                row["derived_at"],
                 (*(entry.reasons if entry else ()), reason),
             )
         return list(stale.values())

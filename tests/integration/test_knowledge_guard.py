@@ -68,7 +68,9 @@ def test_the_owner_cannot_rewrite_knowledge(store: Store, two_sources: Key, atta
     conn = store.connection
     before = state(conn, two_sources)
     with pytest.raises(AppendOnlyError), errors.translate():
-        conn.execute(ATTACKS[attack], {"e": two_sources.entity, "a": two_sources.attribute, "first": FIRST})
+        conn.execute(
+            ATTACKS[attack], {"e": two_sources.entity, "a": two_sources.attribute, "first": FIRST}
+        )
     assert state(conn, two_sources) == before
     # The key's knowledge still refuses a back-dated write through the API.
     with pytest.raises(KnowledgeTimeInPastError):
@@ -102,7 +104,9 @@ def test_the_write_path_still_works(store: Store, two_sources: Key) -> None:
 def test_back_dated_knowledge_is_told_from_live_knowledge(store: Store, key: Key) -> None:
     """A writer back-dates a key's first knowledge to 2001: the real time is recorded beside it."""
     before = store.connection.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
-    store.facts.record(key, 1, source="s", valid_from=date(2001, 1, 1), known_at=datetime(2001, 1, 1, tzinfo=UTC))
+    store.facts.record(
+        key, 1, source="s", valid_from=date(2001, 1, 1), known_at=datetime(2001, 1, 1, tzinfo=UTC)
+    )
     store.facts.record(key, 2, source="s", valid_from=date(2001, 6, 1))
     after = store.connection.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
     history = store.facts.history(key)
@@ -117,7 +121,10 @@ def test_back_dated_knowledge_is_told_from_live_knowledge(store: Store, key: Key
 
 def test_bulk_writes_record_their_real_time(store: Store, key: Key) -> None:
     store.facts.record_many(
-        [RecordRow(key, 1, source="s", known_at=datetime(2001, 1, 1, tzinfo=UTC)), RecordRow(key, 2, source="s")]
+        [
+            RecordRow(key, 1, source="s", known_at=datetime(2001, 1, 1, tzinfo=UTC)),
+            RecordRow(key, 2, source="s"),
+        ]
     )
     now = store.connection.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
     history = store.facts.history(key)
@@ -127,16 +134,21 @@ def test_bulk_writes_record_their_real_time(store: Store, key: Key) -> None:
 
 
 @pytest.fixture
-def app_table(connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[tuple[psycopg.Connection[Any], str]]:
+def app_table(
+    connect: Callable[..., psycopg.Connection[Any]],
+) -> Iterator[tuple[psycopg.Connection[Any], str]]:
     """An application table doc(id, body) in a schema of the test's own: key 1 holds body a
     for January, known from FIRST, and body b from March, known from LATER."""
     name = f"app_{uuid.uuid4().hex[:10]}"
     conn = connect()
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
-    conn.execute(sql.SQL("CREATE TABLE {}.doc (id integer, body text)").format(sql.Identifier(name)))
+    conn.execute(
+        sql.SQL("CREATE TABLE {}.doc (id integer, body text)").format(sql.Identifier(name))
+    )
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'])", (f"{name}.doc",))
-    record = sql.SQL("SELECT {}.doc_record(1, %s, valid_from => %s, valid_to => %s, known_at => %s)").format(
-        sql.Identifier(name))
+    record = sql.SQL(
+        "SELECT {}.doc_record(1, %s, valid_from => %s, valid_to => %s, known_at => %s)"
+    ).format(sql.Identifier(name))
     conn.execute(record, ("a", FIRST, datetime(2026, 2, 1, tzinfo=UTC), FIRST))
     conn.execute(record, ("b", LATER, None, LATER))
     yield conn, name
@@ -161,16 +173,28 @@ def test_the_owner_cannot_rewrite_an_application_tables_knowledge(
     app_table: tuple[psycopg.Connection[Any], str], attack: str
 ) -> None:
     conn, schema = app_table
-    rows = sql.SQL("SELECT d::text FROM {}.doc d UNION ALL SELECT k::text FROM {}.doc_key k ORDER BY 1").format(
-        sql.Identifier(schema), sql.Identifier(schema))
+    rows = sql.SQL(
+        "SELECT d::text FROM {}.doc d UNION ALL SELECT k::text FROM {}.doc_key k ORDER BY 1"
+    ).format(sql.Identifier(schema), sql.Identifier(schema))
     before = conn.execute(rows).fetchall()
     with pytest.raises(AppendOnlyError), errors.translate():
-        conn.execute(TABLE_ATTACKS[attack].format(s=sql.Identifier(schema).as_string(conn)), {"first": FIRST})
+        conn.execute(
+            TABLE_ATTACKS[attack].format(s=sql.Identifier(schema).as_string(conn)), {"first": FIRST}
+        )
     assert conn.execute(rows).fetchall() == before
     # Its write functions still refuse knowledge before the key's latest, and still work.
     with pytest.raises(psycopg.Error) as caught:
-        conn.execute(sql.SQL("SELECT {}.doc_record(1, 'x', known_at => '2001-01-01 00:00+00')").format(
-            sql.Identifier(schema)))
+        conn.execute(
+            sql.SQL("SELECT {}.doc_record(1, 'x', known_at => '2001-01-01 00:00+00')").format(
+                sql.Identifier(schema)
+            )
+        )
     assert caught.value.sqlstate == "BT002"
-    conn.execute(sql.SQL("SELECT {}.doc_record(1, 'y', valid_from => %s)").format(sql.Identifier(schema)), (LATER,))
-    conn.execute(sql.SQL("SELECT {}.doc_retract(1, valid_from => %s)").format(sql.Identifier(schema)), (LATER,))
+    conn.execute(
+        sql.SQL("SELECT {}.doc_record(1, 'y', valid_from => %s)").format(sql.Identifier(schema)),
+        (LATER,),
+    )
+    conn.execute(
+        sql.SQL("SELECT {}.doc_retract(1, valid_from => %s)").format(sql.Identifier(schema)),
+        (LATER,),
+    )
