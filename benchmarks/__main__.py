@@ -1,4 +1,5 @@
-"""``python -m benchmarks SUITE [options]``: run one benchmark; ``SUITE --help`` lists its options."""
+"""``python -m benchmarks SUITE [options]``: run one benchmark; ``SUITE --help`` lists its
+options."""
 
 from __future__ import annotations
 

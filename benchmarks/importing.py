@@ -1,6 +1,7 @@
 """``bitemporal import`` against the bulk path under it, on the same rows, in the same run.
 
-    python -m benchmarks import [--url URL] [--rows N] [--batch-size N] [--workload new|history|changes]
+    python -m benchmarks import [--url URL] [--rows N] [--batch-size N]
+                                [--workload new|history|changes]
 
 One CSV file of ``--rows`` rows (the workloads of ``python -m benchmarks facts --ingest``:
 *new keys*, one row per key with the default knowledge time; *history*, ten changes of each

@@ -154,7 +154,8 @@ def verify(url: str, phases: list[Phase]) -> dict[str, int]:
                 AND a.valid_period && b.valid_period AND a.known_period && b.known_period"""
         ).fetchone()
         empty = conn.execute(
-            "SELECT count(*) FROM bitemporal.fact_version WHERE isempty(known_period) OR isempty(valid_period)"
+            "SELECT count(*) FROM bitemporal.fact_version "
+            "WHERE isempty(known_period) OR isempty(valid_period)"
         ).fetchone()
         store = Store(conn)
         changed = 0

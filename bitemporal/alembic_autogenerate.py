@@ -95,7 +95,8 @@ class _Registry:
                 "SELECT a.table_schema, a.table_name, i.relname"
                 "  FROM bitemporal.app_table a"
                 "  JOIN pg_catalog.pg_index x"
-                "    ON x.indrelid = CAST(quote_ident(a.table_schema) || '.' || quote_ident(a.table_name) AS regclass)"
+                "    ON x.indrelid = CAST(quote_ident(a.table_schema) || '.' "
+                "|| quote_ident(a.table_name) AS regclass)"
                 "  JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid"
                 " WHERE pg_catalog.pg_get_indexdef(x.indexrelid) LIKE '%known_period%'"
             )

@@ -318,7 +318,9 @@ def _enable(
 ) -> None:
     operations.execute(
         _call(
-            "SELECT bitemporal.enable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass), :key, :valid_from)",
+            "SELECT bitemporal.enable_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass), :key, :valid_from)",
             *_relation_params("t", table, schema),
             bindparam("key", list(key), type_=ARRAY(Text)),
             bindparam("valid_from", valid_from, type_=DateTime(timezone=True)),
@@ -330,7 +332,9 @@ def _enable(
 def _drop_bitemporal_table(operations: Operations, operation: DropBitemporalTableOp) -> None:
     operations.execute(
         _call(
-            "SELECT bitemporal.drop_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
+            "SELECT bitemporal.drop_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass))",
             *_relation_params("t", operation.table_name, operation.schema),
         )
     )
@@ -340,7 +344,9 @@ def _drop_bitemporal_table(operations: Operations, operation: DropBitemporalTabl
 def _convert_from_bitemporal(operations: Operations, operation: ConvertFromBitemporalOp) -> None:
     operations.execute(
         _call(
-            "SELECT bitemporal.disable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
+            "SELECT bitemporal.disable_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass))",
             *_relation_params("t", operation.table_name, operation.schema),
         )
     )
@@ -350,7 +356,9 @@ def _convert_from_bitemporal(operations: Operations, operation: ConvertFromBitem
 def _refresh_bitemporal_table(operations: Operations, operation: RefreshBitemporalTableOp) -> None:
     operations.execute(
         _call(
-            "SELECT bitemporal.refresh_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
+            "SELECT bitemporal.refresh_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass))",
             *_relation_params("t", operation.table_name, operation.schema),
         )
     )
@@ -362,7 +370,11 @@ def _create_temporal_reference(
 ) -> None:
     operations.execute(
         _call(
-            "SELECT bitemporal.add_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :columns, CAST(quote_ident(coalesce(:p_schema, current_schema())) || '.' || quote_ident(:p_table) AS regclass), :name)",
+            "SELECT bitemporal.add_reference("
+            "CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' "
+            "|| quote_ident(:c_table) AS regclass), :columns, "
+            "CAST(quote_ident(coalesce(:p_schema, current_schema())) || '.' "
+            "|| quote_ident(:p_table) AS regclass), :name)",
             *_relation_params("c", operation.source_table, operation.source_schema),
             *_relation_params("p", operation.referent_table, operation.referent_schema),
             bindparam("columns", operation.local_cols, type_=ARRAY(Text)),
@@ -375,7 +387,9 @@ def _create_temporal_reference(
 def _drop_temporal_reference(operations: Operations, operation: DropTemporalReferenceOp) -> None:
     operations.execute(
         _call(
-            "SELECT bitemporal.drop_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :name)",
+            "SELECT bitemporal.drop_reference("
+            "CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' "
+            "|| quote_ident(:c_table) AS regclass), :name)",
             *_relation_params("c", operation.source_table, operation.source_schema),
             bindparam("name", operation.constraint_name, type_=Text),
         )
@@ -403,7 +417,8 @@ def _history_guard(
     schema_sql = f"coalesce({_literal(schema)}, pg_catalog.current_schema())"
     return text(f"""DO $bitemporal_guard$
 DECLARE
-    tab text = pg_catalog.quote_ident({schema_sql}) || '.' || pg_catalog.quote_ident({_literal(table)});
+    tab text = pg_catalog.quote_ident({schema_sql}) || '.'
+               || pg_catalog.quote_ident({_literal(table)});
     col text = {_literal(column)};
     versions bigint;
     failure text;
@@ -425,7 +440,8 @@ BEGIN
         RAISE EXCEPTION USING
             ERRCODE = 'BT402',
             MESSAGE = {_literal(operation_name)} || ' on ' || tab || ' refused: ' || versions
-                   || ' versions of its history ' || {_literal(why)} || coalesce(' (' || failure || ')', ''),
+                   || ' versions of its history ' || {_literal(why)}
+                   || coalesce(' (' || failure || ')', ''),
             HINT = 'Pass bitemporal_drop_history=True to ' || {_literal(operation_name)}
                    || ' to rewrite the history of column ' || col || ' on purpose.';
     END IF;
@@ -452,7 +468,8 @@ def _drop_column(operations: Operations, operation: ops.DropColumnOp) -> None:
                 operation.table_name,
                 operation.schema,
                 operation.column_name,
-                "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col) || ' IS NOT NULL'",
+                "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col)"
+                " || ' IS NOT NULL'",
                 f"hold values in column {operation.column_name}, which would be lost for good",
             ),
         )
@@ -476,11 +493,14 @@ def _alter_column(operations: Operations, operation: ops.AlterColumnOp) -> None:
                 operation.table_name,
                 operation.schema,
                 operation.column_name,
-                "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col) || ' IS DISTINCT FROM CAST(CAST('"
+                "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col)"
+                " || ' IS DISTINCT FROM CAST(CAST('"
                 f" || {converted} || ' AS ' || {_literal(new_type)} || ') AS '"
-                " || (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a"
+                " || (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)"
+                " FROM pg_catalog.pg_attribute a"
                 "      WHERE a.attrelid = CAST(tab AS regclass) AND a.attname = col) || ')'",
-                f"hold values of column {operation.column_name} that type {new_type} would change or refuse",
+                f"hold values of column {operation.column_name} "
+                f"that type {new_type} would change or refuse",
             ),
         )
     operation.kw.pop(DROP_HISTORY, None)

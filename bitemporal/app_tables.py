@@ -173,8 +173,9 @@ class ApplicationTables:
             return cached
         with self._reading() as conn:
             found = conn.execute(
-                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL THEN format('%%I', %(name)s::text)"
-                "                        ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
+                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
+                " THEN format('%%I', %(name)s::text)"
+                " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
                 {"schema": schema, "name": name},
             ).fetchone()
             if found is None or found[0] is None:
@@ -208,7 +209,8 @@ class ApplicationTables:
         if missing:
             raise InvalidValueError(
                 f"the row for {d.schema}.{d.name} lacks {', '.join(missing)}",
-                hint="a record is the whole row for its valid period: give every column (None for NULL)",
+                hint="a record is the whole row for its valid period: "
+                "give every column (None for NULL)",
             )
 
     def _named_args(self, columns: Iterable[str]) -> sql.Composable:
@@ -260,7 +262,8 @@ class ApplicationTables:
         valid_to: Instant | None = None,
         known_at: Instant | None = None,
     ) -> tuple[int, ...]:
-        """Sequenced delete of ``key`` over ``[valid_from, valid_to)``; returns the ended versions."""
+        """Sequenced delete of ``key`` over ``[valid_from, valid_to)``; returns the ended
+        versions."""
         d = self.definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
@@ -308,7 +311,8 @@ class ApplicationTables:
             # The key's condition sits next to the inlined as_of function: the
             # planner answers both from the table's GiST index.
             query = sql.SQL(
-                "SELECT {columns} FROM {function}(%s, %s) AS v, jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
+                "SELECT {columns} FROM {function}(%s, %s) AS v,"
+                " jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
                 " WHERE {match} ORDER BY v.version_id"
             ).format(
                 columns=columns,
@@ -328,7 +332,8 @@ class ApplicationTables:
         d = self.definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
-            "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
+            "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
+            " {function}({args}) AS v"
         ).format(
             columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
             row_type=d.row_type,

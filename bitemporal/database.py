@@ -169,7 +169,8 @@ def sqlalchemy_url(url: str) -> str:
 
 @contextmanager
 def scratch_database(url: str, prefix: str = "bitemporal_scratch") -> Iterator[str]:
-    """A new, empty database on the server of ``url`` (for the demo and benchmarks), dropped afterwards."""
+    """A new, empty database on the server of ``url`` (for the demo and benchmarks), dropped
+    afterwards."""
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     admin = psycopg_url(url)
     with psycopg.connect(admin, autocommit=True) as conn:

@@ -412,7 +412,8 @@ class Memory:
         return int(self._scalar("SELECT bitemporal.memory_working_set_size(%s)", self.namespace))
 
     def retention(self, item_id: str) -> float:
-        """Retention at the current turn (0.0 once evicted); UnknownItemError if never registered."""
+        """Retention at the current turn (0.0 once evicted); UnknownItemError if never
+        registered."""
         _check_name("item id", item_id)
         return float(
             self._scalar("SELECT bitemporal.memory_retention(%s, %s)", self.namespace, item_id)
@@ -519,7 +520,8 @@ class InMemoryMemory:
     def register_many(
         self, item_ids: Iterable[str], *, pinned: bool = False, stability: float | None = None
     ) -> int:
-        """Register several items, as :meth:`register` would in order (see :meth:`Memory.register_many`)."""
+        """Register several items, as :meth:`register` would in order (see
+        :meth:`Memory.register_many`)."""
         ids = _check_many(item_ids)
         _check_register(None, pinned)
         self.policy.initial_stability(stability)
@@ -586,7 +588,8 @@ class InMemoryMemory:
         return sum(1 for e in self._items.values() if e.present)
 
     def retention(self, item_id: str) -> float:
-        """Retention at the current turn (0.0 once evicted); UnknownItemError if never registered."""
+        """Retention at the current turn (0.0 once evicted); UnknownItemError if never
+        registered."""
         entry = self._entry(item_id)
         if not entry.present:
             return 0.0

@@ -214,7 +214,8 @@ class Evidence:
         """The passages that support a version: its own and its original's (for a remainder)."""
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
-                "SELECT e.evidence_id, e.version_id, e.passage, e.document, e.language::text AS language "
+                "SELECT e.evidence_id, e.version_id, e.passage, e.document, "
+                "e.language::text AS language "
                 "FROM bitemporal.fact_version v JOIN bitemporal.evidence e "
                 "ON e.version_id IN (v.version_id, v.carried_from) "
                 "WHERE v.version_id = %s ORDER BY e.evidence_id",
@@ -315,7 +316,8 @@ class Evidence:
             # The catalog, as bitemporal_internal.vector_available() reads it
             # (internal functions are not the API).
             row = conn.execute(
-                "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions WHERE name = 'vector')"
+                "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions "
+                "WHERE name = 'vector')"
             ).fetchone()
         assert row is not None
         return bool(row[0])

@@ -240,7 +240,8 @@ class Facts:
             cur.execute(
                 f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
                 "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
-                "JOIN bitemporal.fact_version w ON w.version_id = h.version_id AND w.entity = h.entity "
+                "JOIN bitemporal.fact_version w "
+                "ON w.version_id = h.version_id AND w.entity = h.entity "
                 "ORDER BY h.version_id",
                 (key.entity, key.attribute),
             )

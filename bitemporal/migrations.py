@@ -166,13 +166,16 @@ BEGIN
         SELECT n.nspname AS name, pg_catalog.pg_get_userbyid(n.nspowner) AS owner
           FROM pg_catalog.pg_namespace n
          WHERE n.nspname IN ({", ".join(f"'{name}'" for name in SCHEMAS)})
-           AND n.nspowner <> (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)
+           AND n.nspowner <> (SELECT r.oid FROM pg_catalog.pg_roles r
+                               WHERE r.rolname = current_user)
     LOOP
         RAISE EXCEPTION USING
             ERRCODE = 'BT501',
-            MESSAGE = 'schema ' || found.name || ' is owned by role ' || pg_catalog.quote_ident(found.owner)
+            MESSAGE = 'schema ' || found.name || ' is owned by role '
+                   || pg_catalog.quote_ident(found.owner)
                    || ', not by ' || pg_catalog.quote_ident(current_user)
-                   || ', who is migrating it; its owner could replace the bitemporal functions or drop the history',
+                   || ', who is migrating it; its owner could replace the bitemporal functions'
+                   || ' or drop the history',
             HINT = 'Migrate as the schema''s owner (SET ROLE), or, if that role is not trusted, '
                    'drop the schema and migrate again.';
     END LOOP;
@@ -230,7 +233,8 @@ def check_layout(connection: Connection, partitions: int | None) -> None:
             "the partitioned layout needs migration 0008 or later: upgrade to head"
         )
     raise ConfigurationError(
-        f"bitemporal.fact_version has {actual} partitions, not {partitions}: migration 0008 chose the "
+        f"bitemporal.fact_version has {actual} partitions, not {partitions}: "
+        "migration 0008 chose the "
         f"layout when it ran; to change it, run (as the table's owner) "
         f"SELECT bitemporal.partition_versions({partitions})"
     )
@@ -241,7 +245,8 @@ def _tables(connection: Connection) -> list[str]:
     return list(
         connection.execute(
             text("""SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
-                  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                  FROM pg_catalog.pg_class c
+                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                  WHERE n.nspname = :schema AND c.relkind IN ('r', 'p') AND NOT c.relispartition
                    AND c.relname <> :version_table"""),
             {"schema": SCHEMA, "version_table": VERSION_TABLE},

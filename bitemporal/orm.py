@@ -111,7 +111,8 @@ class Bitemporal:
     )
     known_period: Mapped[Period] = mapped_column(
         PeriodType,
-        comment="When the table held this version: [recorded, superseded), unbounded end = still held.",
+        comment="When the table held this version: [recorded, superseded), "
+        "unbounded end = still held.",
     )
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: Mapped[int | None] = mapped_column(BigInteger)
@@ -148,7 +149,8 @@ def as_of(
 
 
 def history(model: type[T], **key: Any) -> Select[T]:
-    """``select(model)`` of every version of a key, superseded ones included, ORDER BY version_id."""
+    """``select(model)`` of every version of a key, superseded ones included, ORDER BY
+    version_id."""
     names = model.__bitemporal_key__
     if set(key) != set(names):
         raise InvalidKeyError(
@@ -281,13 +283,15 @@ def _rewrite_refused(obj: Bitemporal, deleted: bool) -> AppendOnlyError:
     version = "" if identity is None else f" version {identity[0]}"
     if deleted:
         return AppendOnlyError(
-            f"{cls}{version} is marked for deletion in the session, and an ORM DELETE would erase history",
+            f"{cls}{version} is marked for deletion in the session, "
+            "and an ORM DELETE would erase history",
             hint=f"end it with bitemporal.orm.retract(session, {cls}, {{key}}, valid_from=...); "
             "session.rollback() or session.expunge(obj) discards the deletion",
         )
     return AppendOnlyError(
         f"{cls}{version} was modified in the session, and an ORM UPDATE would rewrite history",
-        hint=f"record the new values as a new version with bitemporal.orm.record(session, {cls}(...), "
+        hint="record the new values as a new version with "
+        f"bitemporal.orm.record(session, {cls}(...), "
         "valid_from=...); session.rollback() or session.expire(obj) discards the change",
     )
 

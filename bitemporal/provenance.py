@@ -20,7 +20,8 @@ only (the version, the change, the knowledge time, the superseding versions:
 any role that may connect may listen, so it names no fact);
 :meth:`Invalidation.from_payload` parses it, :meth:`~bitemporal.Facts.version`
 turns the id into its key for a role that may read, and
-:meth:`Provenance.dependents` lists the artifacts to rebuild. The SQL side is ``sql/provenance.v1.sql``.
+:meth:`Provenance.dependents` lists the artifacts to rebuild. The SQL side is
+``sql/provenance.v1.sql``.
 """
 
 from __future__ import annotations
@@ -215,7 +216,8 @@ class Provenance:
         # Built from the call alone: a writer role may run the function but not read the tables.
         with self._atomic() as conn, cursor(conn) as cur:
             row = cur.execute(
-                "SELECT bitemporal.record_artifact(%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
+                "SELECT bitemporal.record_artifact("
+                "%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
                 "coalesce(%s::timestamptz, now())",
                 (
                     kind,

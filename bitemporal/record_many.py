@@ -90,14 +90,16 @@ END
 $$"""
 _COPY = (
     "COPY pg_temp.bitemporal_batch_v1 "
-    "(line, entity, attribute, source, value, valid_from, valid_to, known_at, recorded_by) FROM STDIN"
+    "(line, entity, attribute, source, value, valid_from, valid_to, known_at, recorded_by) "
+    "FROM STDIN"
 )
 _MERGE = """
 SELECT r.line, r.version_id, r.created, r.superseded, r.known_at
   FROM bitemporal.record_many(
-         (SELECT pg_catalog.array_agg(ROW(b.entity, b.attribute, b.source, b.value, b.valid_from,
-                                          b.valid_to, b.known_at, b.recorded_by)::bitemporal.batch_row
-                                      ORDER BY b.line)
+         (SELECT pg_catalog.array_agg(
+                     ROW(b.entity, b.attribute, b.source, b.value, b.valid_from,
+                         b.valid_to, b.known_at, b.recorded_by)::bitemporal.batch_row
+                     ORDER BY b.line)
             FROM pg_temp.bitemporal_batch_v1 b),
          %s) r
  ORDER BY r.line"""
@@ -212,12 +214,14 @@ def stage_all(
 
 
 def batch_error(errors: list[tuple[int, str | None, str]], total: int) -> BatchError:
-    """A :class:`BatchError` for bad rows found before the database, worded as the SQL function's."""
+    """A :class:`BatchError` for bad rows found before the database, worded as the SQL
+    function's."""
     line, _, reason = errors[0]
     plural = "" if total == 1 else "s"
     return BatchError(
         f"{total} bad row{plural} in the batch, nothing written; line {line}: {reason}",
-        hint="fix or drop the rows listed (line = 1-based position in the batch) and send the batch again",
+        hint="fix or drop the rows listed (line = 1-based position in the batch) "
+        "and send the batch again",
         errors=errors,
         total=total,
     )

@@ -234,7 +234,8 @@ def test_all_adds_ingestion_and_decay_steps(
 def test_ingestion_benchmark_runs(
     server_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """`python -m benchmarks facts --ingest`, tiny: every method and workload, and the goals line."""
+    """`python -m benchmarks facts --ingest`, tiny: every method and workload, and the goals
+    line."""
     out_json = tmp_path / "ingest.json"
     code = bench.main(
         [

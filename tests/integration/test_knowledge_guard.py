@@ -24,7 +24,8 @@ LATER = datetime(2026, 3, 1, tzinfo=UTC)
 
 @pytest.fixture
 def two_sources(store: Store, key: Key) -> Key:
-    """The key recorded from FIRST by source a, and from LATER by source b (its latest knowledge)."""
+    """The key recorded from FIRST by source a, and from LATER by source b (its latest
+    knowledge)."""
     store.facts.record(key, 50, source="a", valid_from=date(2026, 1, 1), known_at=FIRST)
     store.facts.record(key, 60, source="b", valid_from=date(2026, 1, 1), known_at=LATER)
     return key
@@ -32,7 +33,8 @@ def two_sources(store: Store, key: Key) -> Key:
 
 def state(conn: psycopg.Connection[Any], key: Key) -> list[Any]:
     return conn.execute(
-        "SELECT v.*, k.* FROM bitemporal.fact_version v JOIN bitemporal.fact_key k USING (entity, attribute) "
+        "SELECT v.*, k.* FROM bitemporal.fact_version v "
+        "JOIN bitemporal.fact_key k USING (entity, attribute) "
         "WHERE entity = %s AND attribute = %s ORDER BY version_id",
         (key.entity, key.attribute),
     ).fetchall()
@@ -41,23 +43,30 @@ def state(conn: psycopg.Connection[Any], key: Key) -> list[Any]:
 ATTACKS = {
     # Close source a's open version back-dated to its start: between FIRST and LATER
     # the store would no longer have known it.
-    "close back-dated": "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), "
+    "close back-dated": "UPDATE bitemporal.fact_version "
+    "SET known_period = tstzrange(lower(known_period), "
     "lower(known_period) + interval '1 second', '[)') WHERE entity = %(e)s AND source = 'a'",
     # A version the store never knew then, known from before the key's latest knowledge.
-    "insert back-dated": "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, "
-    "known_period) VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', tstzrange(%(first)s, NULL, '[)'))",
+    "insert back-dated": "INSERT INTO bitemporal.fact_version "
+    "(entity, attribute, source, value, valid_period, known_period) "
+    "VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', tstzrange(%(first)s, NULL, '[)'))",
     # The same, inserted closed.
-    "insert closed back-dated": "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, "
-    "valid_period, known_period) VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', "
+    "insert closed back-dated": "INSERT INTO bitemporal.fact_version "
+    "(entity, attribute, source, value, valid_period, known_period) "
+    "VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', "
     "tstzrange(%(first)s, %(first)s + interval '1 day', '[)'))",
     # Rewind the key's latest knowledge, after which record(known_at=2001) would pass.
-    "rewind fact_key": "UPDATE bitemporal.fact_key SET last_known_at = '2001-01-01 00:00+00' WHERE entity = %(e)s",
-    "move fact_key to the future": "UPDATE bitemporal.fact_key SET last_known_at = now() + interval '1 day' "
+    "rewind fact_key": "UPDATE bitemporal.fact_key SET last_known_at = '2001-01-01 00:00+00' "
     "WHERE entity = %(e)s",
-    "rename fact_key": "UPDATE bitemporal.fact_key SET first_known_at = '2001-01-01 00:00+00' WHERE entity = %(e)s",
-    "claim fact_key's time": "UPDATE bitemporal.fact_key SET last_txid = pg_current_xact_id() WHERE entity = %(e)s",
+    "move fact_key to the future": "UPDATE bitemporal.fact_key "
+    "SET last_known_at = now() + interval '1 day' WHERE entity = %(e)s",
+    "rename fact_key": "UPDATE bitemporal.fact_key SET first_known_at = '2001-01-01 00:00+00' "
+    "WHERE entity = %(e)s",
+    "claim fact_key's time": "UPDATE bitemporal.fact_key SET last_txid = pg_current_xact_id() "
+    "WHERE entity = %(e)s",
     "delete fact_key": "DELETE FROM bitemporal.fact_key WHERE entity = %(e)s",
-    "insert fact_key from the future": "INSERT INTO bitemporal.fact_key VALUES (%(e)s || '/new', 'a', "
+    "insert fact_key from the future": "INSERT INTO bitemporal.fact_key "
+    "VALUES (%(e)s || '/new', 'a', "
     "now() + interval '1 day', now() + interval '1 day', pg_current_xact_id())",
     "truncate fact_key": "TRUNCATE bitemporal.fact_key CASCADE",
 }
@@ -83,7 +92,8 @@ def test_forged_real_times_are_overwritten(store: Store, two_sources: Key) -> No
     conn = store.connection
     (recorded,) = [v.recorded_at for v in store.facts.history(two_sources) if v.source == "b"]
     conn.execute(
-        "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), now(), '[)'), "
+        "UPDATE bitemporal.fact_version "
+        "SET known_period = tstzrange(lower(known_period), now(), '[)'), "
         "recorded_at = '2001-01-01 00:00+00', closed_at = '2001-01-01 00:00+00' "
         "WHERE entity = %s AND source = 'b'",
         (two_sources.entity,),

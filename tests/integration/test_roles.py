@@ -65,7 +65,10 @@ DIRECT_WRITES = [
     "TRUNCATE bitemporal.fact_version CASCADE",
     "UPDATE bitemporal.fact_key SET last_known_at = now() WHERE entity = %(e)s",
     "UPDATE bitemporal.memory_item SET pinned = true",
-    "SELECT bitemporal_internal.cut(%(e)s, 'attachment_limit_mb', 'policy', tstzrange(NULL, NULL), now())",
+    (
+        "SELECT bitemporal_internal.cut("
+        "%(e)s, 'attachment_limit_mb', 'policy', tstzrange(NULL, NULL), now())"
+    ),
 ]
 
 
@@ -191,7 +194,10 @@ def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store)
             ("SELECT count(*) >= 0 FROM bitemporal.stale()", (), True),
             ("SELECT count(*) FROM bitemporal.dependents('{}', '{}')", (), 0),
             (
-                "SELECT count(*) FROM bitemporal.search_evidence('limit', NULL, NULL, 5, 'english', %s, %s)",
+                (
+                    "SELECT count(*) FROM bitemporal.search_evidence("
+                    "'limit', NULL, NULL, 5, 'english', %s, %s)"
+                ),
                 (e, a),
                 0,
             ),
@@ -252,7 +258,8 @@ def test_only_a_tables_owner_makes_it_bitemporal(store: Store) -> None:
             admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (table,))
         assert caught.value.sqlstate == "BT402"
         assert admin.execute(
-            "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'version_id'",
+            "SELECT count(*) FROM pg_attribute "
+            "WHERE attrelid = %s::regclass AND attname = 'version_id'",
             (table,),
         ).fetchone() == (0,)
         # Given to the caller first, it is made bitemporal; the write functions belong to its owner.

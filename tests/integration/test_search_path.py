@@ -1,4 +1,5 @@
-"""Functions planted in a writable ``public`` never run inside bitemporal's functions (issue 11, finding 2).
+"""Functions planted in a writable ``public`` never run inside bitemporal's functions (issue 11,
+finding 2).
 
 Before PostgreSQL 15 every role could create objects in ``public`` (and ``pg_upgrade``
 keeps that). An attacker who plants ``public.upper_inf(tstzrange)`` or an exact-match
@@ -67,7 +68,8 @@ def attacked(empty_database_url: str, migrate_database: Callable[[str], None]) -
             for operator, left, right, function in PLANTED_OPERATORS:
                 conn.execute(
                     sql.SQL(
-                        "CREATE OPERATOR public.{} (LEFTARG = {}, RIGHTARG = {}, FUNCTION = public.{})"
+                        "CREATE OPERATOR public.{} "
+                        "(LEFTARG = {}, RIGHTARG = {}, FUNCTION = public.{})"
                     ).format(
                         sql.SQL(operator), sql.SQL(left), sql.SQL(right), sql.Identifier(function)
                     )
@@ -91,7 +93,8 @@ def test_fact_store_functions_never_run_planted_objects(attacked: str) -> None:
             return cursor.fetchall() if cursor.description else []
 
         run(
-            "SELECT bitemporal.record('e', 'a', 's', '80', '2026-01-01Z', '2026-03-01Z', '2026-01-01Z')"
+            "SELECT bitemporal.record("
+            "'e', 'a', 's', '80', '2026-01-01Z', '2026-03-01Z', '2026-01-01Z')"
         )
         run("SELECT bitemporal.record('e', 'a', 's', '90', '2026-02-01Z', NULL, '2026-02-01Z')")
         run("SELECT bitemporal.retract('e', 'a', 's', '2026-05-01Z', '2026-06-01Z', '2026-02-02Z')")
@@ -110,7 +113,8 @@ def test_fact_store_functions_never_run_planted_objects(attacked: str) -> None:
             run("SELECT bitemporal.explain('e', 'a', '2026-02-15Z')")[0][0]["status"] == "supported"
         )
         run(
-            "SELECT bitemporal.explain_sentence(bitemporal.explain('e', 'a', '2026-02-15Z', '2026-01-15Z'))"
+            "SELECT bitemporal.explain_sentence("
+            "bitemporal.explain('e', 'a', '2026-02-15Z', '2026-01-15Z'))"
         )
         run("SELECT * FROM bitemporal.retrospective_diff('e', 'a', '2026-02-15Z', '2026-01-15Z')")
         run("SELECT * FROM bitemporal.facts_now")
@@ -130,14 +134,16 @@ def test_fact_store_functions_never_run_planted_objects(attacked: str) -> None:
             "SELECT * FROM bitemporal.search_evidence('passage', '2026-02-15Z', NULL, 5, 'english')"
         )
         run(
-            "SELECT bitemporal.record_artifact('report', 'r1', ARRAY[min(version_id)], NULL, '{\"a\": [1]}') "
+            "SELECT bitemporal.record_artifact("
+            "'report', 'r1', ARRAY[min(version_id)], NULL, '{\"a\": [1]}') "
             "FROM bitemporal.fact_version"
         )
         # The append-only and knowledge triggers refuse with their own error, not a planted one.
         for statement in (
             "UPDATE bitemporal.fact_version SET valid_period = valid_period WHERE entity = 'e'",
             (
-                "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+                "INSERT INTO bitemporal.fact_version "
+                "(entity, attribute, source, value, valid_period, known_period) "
                 "VALUES ('e', 'a', 's', '1', '[2026-01-01Z,)', '[2026-01-01Z,)')"
             ),
             "UPDATE bitemporal.fact_key SET last_known_at = '2001-01-01Z' WHERE entity = 'e'",
@@ -160,8 +166,10 @@ def test_tables_made_bitemporal_never_bind_to_planted_objects(attacked: str) -> 
         run("SELECT bitemporal.enable_table('app.price', ARRAY['sku'], '2026-01-01Z')")
         # The table's CHECK constraints and index predicates are bound to pg_catalog.
         for (definition,) in run(
-            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'app.price'::regclass "
-            "UNION ALL SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'app.price'::regclass"
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'app.price'::regclass "
+            "UNION ALL SELECT pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indrelid = 'app.price'::regclass"
         ):
             assert "public." not in definition, definition
         run("SELECT app.price_record('A', 2, '2026-02-01Z', NULL, NULL)")
@@ -191,9 +199,11 @@ def test_every_function_pins_its_search_path(database_url: str) -> None:
     created) or runs with search_path pinned to pg_catalog, pg_temp."""
     with psycopg.connect(database_url) as conn:
         loose = conn.execute(
-            "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "SELECT p.oid::regprocedure::text FROM pg_proc p "
+            "JOIN pg_namespace n ON n.oid = p.pronamespace "
             "WHERE n.nspname LIKE 'bitemporal%' AND p.prosqlbody IS NULL "
-            "AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false) ORDER BY 1"
+            "AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false) "
+            "ORDER BY 1"
         ).fetchall()
     assert loose == []
 
@@ -229,7 +239,8 @@ def test_the_check_covers_migration_0010s_functions(database_url: str) -> None:
         checked = {
             r[0]
             for r in conn.execute(
-                "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "SELECT p.oid::regprocedure::text FROM pg_proc p "
+                "JOIN pg_namespace n ON n.oid = p.pronamespace "
                 "WHERE n.nspname LIKE 'bitemporal%' AND (p.prosqlbody IS NOT NULL "
                 "OR 'search_path=pg_catalog, pg_temp' = ANY (p.proconfig))"
             )

@@ -77,7 +77,8 @@ def test_open_writes_of_another_role_are_not_settled(url: str, roles: tuple[str,
             reader = Store(conn)
             # What the earlier recipe said, as this reader: it does not see the writers.
             recipe = conn.execute(
-                "SELECT least(now(), min(xact_start)) FROM pg_stat_activity WHERE datname = current_database()"
+                "SELECT least(now(), min(xact_start)) FROM pg_stat_activity "
+                "WHERE datname = current_database()"
             ).fetchone()[0]  # type: ignore[index]
             settled = reader.facts.settled_knowledge_time()
             assert all(t is not None and settled < t for t in written)

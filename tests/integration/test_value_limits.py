@@ -60,7 +60,8 @@ def test_values_within_the_limits_are_kept(store: Store, key: Key, value: str) -
 def test_record_many_refuses_them(store: Store, key: Key) -> None:
     with pytest.raises(InvalidValueError), errors.translate():
         store.connection.execute(
-            "SELECT * FROM bitemporal.record_many(ARRAY[ROW(%s, %s, 's', %s::jsonb, NULL, NULL, NULL, NULL)]"
+            "SELECT * FROM bitemporal.record_many("
+            "ARRAY[ROW(%s, %s, 's', %s::jsonb, NULL, NULL, NULL, NULL)]"
             "::bitemporal.batch_row[])",
             (key.entity, key.attribute, HUGE),
         )
@@ -72,7 +73,8 @@ def test_a_hand_written_insert_is_refused(store: Store, key: Key) -> None:
     store.facts.record(key, 1, source="s")
     with pytest.raises(InvalidValueError), errors.translate():
         store.connection.execute(
-            "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+            "INSERT INTO bitemporal.fact_version "
+            "(entity, attribute, source, value, valid_period, known_period) "
             "VALUES (%s, %s, 'other', %s::jsonb, '(,)', tstzrange(now(), NULL, '[)'))",
             (key.entity, key.attribute, DEEP),
         )
@@ -118,7 +120,8 @@ def test_an_artifacts_detail_is_held_to_the_same_limits(store: Store, key: Key, 
     ref = f"ref-{uuid.uuid4().hex}"
     with pytest.raises(InvalidValueError), errors.translate():
         store.connection.execute(
-            "SELECT bitemporal.record_artifact('summary', %s, ARRAY[%s]::bigint[], NULL, %s::jsonb)",
+            "SELECT bitemporal.record_artifact("
+            "'summary', %s, ARRAY[%s]::bigint[], NULL, %s::jsonb)",
             (ref, version, value),
         )
     artifact = store.provenance.record("summary", ref, versions=[version], detail={"ok": True})

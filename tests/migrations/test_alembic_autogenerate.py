@@ -34,14 +34,18 @@ from sqlalchemy import create_engine, pool
 import bitemporal
 import bitemporal.alembic_autogenerate  # noqa: F401 - autogenerate understands bitemporal tables
 
-spec = importlib.util.spec_from_file_location("scratch_models", Path(__file__).with_name("models.py"))
+spec = importlib.util.spec_from_file_location(
+    "scratch_models", Path(__file__).with_name("models.py")
+)
 models = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(models)
 
 engine = create_engine(context.config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
 with engine.connect() as connection:
     bitemporal.migrate(connection)
-    context.configure(connection=connection, target_metadata=models.Base.metadata, include_schemas=True)
+    context.configure(
+        connection=connection, target_metadata=models.Base.metadata, include_schemas=True
+    )
     with context.begin_transaction():
         context.run_migrations()
     connection.commit()
@@ -179,7 +183,8 @@ def test_a_scratch_application_adopts_the_library(tmp_path: Path, empty_database
     command.check(cfg)
     with psycopg.connect(url) as conn:
         assert conn.execute(
-            "SELECT to_regclass('price_key'), to_regprocedure('price_as_of(timestamptz, timestamptz)')"
+            "SELECT to_regclass('price_key'), "
+            "to_regprocedure('price_as_of(timestamptz, timestamptz)')"
         ).fetchone() == (None, None)
     command.downgrade(cfg, "-1")
     with psycopg.connect(url, autocommit=True) as conn:
@@ -265,7 +270,8 @@ def test_the_runner_refuses_an_unknown_revision_with_a_typed_error(empty_databas
     bitemporal.migrate(empty_database_url, "0002")
     with pytest.raises(
         MigrationError,
-        match="cannot downgrade to '0005': '0005' is not a valid downgrade target from revision 0002",
+        match="cannot downgrade to '0005': "
+        "'0005' is not a valid downgrade target from revision 0002",
     ):
         bitemporal.downgrade(empty_database_url, "0005")
     assert bitemporal.migrations.current(empty_database_url) == "0002"

@@ -70,8 +70,8 @@ def test_a_migration_that_fails_part_way_can_be_run_again(empty_database_url: st
 # An application table's generated functions: where they live, their whole
 # definition (SET search_path included), owner and grants.
 GENERATED = """
-    SELECT p.proname, md5(pg_get_functiondef(p.oid)), p.proconfig, p.prosecdef, pg_get_userbyid(p.proowner),
-           p.proacl::text, obj_description(p.oid, 'pg_proc')
+    SELECT p.proname, md5(pg_get_functiondef(p.oid)), p.proconfig, p.prosecdef,
+           pg_get_userbyid(p.proowner), p.proacl::text, obj_description(p.oid, 'pg_proc')
       FROM pg_proc p WHERE p.pronamespace = 'app'::regnamespace ORDER BY 1"""
 
 
