@@ -19,6 +19,7 @@ from psycopg import sql
 
 from bitemporal import (
     AppendOnlyError,
+    ChangeKind,
     InvalidKeyError,
     InvalidPeriodError,
     InvalidValueError,
@@ -30,7 +31,6 @@ from bitemporal import (
     UnknownKeyError,
     UnknownTableError,
 )
-from bitemporal.changes import ChangeKind
 from bitemporal.errors import SchemaNotMigratedError, error_for
 
 JAN, FEB, MAR, APR, MAY = (datetime(2026, m, 1, tzinfo=UTC) for m in range(1, 6))
@@ -364,9 +364,9 @@ def test_concurrent_writers_of_one_key_are_serialised(
             sql.SQL("SELECT count(*) FROM {} WHERE upper_inf(known_period)").format(
                 sql.Identifier(schema, "price")
             )
-        ).fetchone()[0]
+        ).fetchone()[0]  # type: ignore[index]
         >= 1
-    )  # type: ignore[index]
+    )
 
 
 def test_temporal_reference_boundaries(store: Store, schema: str) -> None:

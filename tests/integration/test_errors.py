@@ -86,8 +86,8 @@ def test_time_of_the_wrong_type(store: Store, seeded: Key) -> None:
         store,
         seeded,
         InvalidTimeError,
-        lambda: store.facts.record(seeded, 1, source="policy", valid_from="2026-01-01"),
-    )  # type: ignore[arg-type]
+        lambda: store.facts.record(seeded, 1, source="policy", valid_from="2026-01-01"),  # type: ignore[arg-type]
+    )
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,13 @@ def test_back_dated_knowledge_is_told_from_live_knowledge(store: Store, key: Key
     first, *rest = history
     assert first.known_period.start == datetime(2001, 1, 1, tzinfo=UTC)
     assert first.known_period.start < first.recorded_at  # type: ignore[operator]  # back-dated
-    live = [v for v in rest if v.recorded_at is not None and v.known_period.start >= v.recorded_at]
+    live = [
+        v
+        for v in rest
+        if v.recorded_at is not None
+        and v.known_period.start is not None
+        and v.known_period.start >= v.recorded_at
+    ]
     assert live  # the write without known_at is live
     assert first.closed_at is not None and before <= first.closed_at <= after
 

@@ -68,7 +68,8 @@ def test_periods_are_utc_instants_in_every_session_time_zone(
         # Every bound in UTC, so that Python compares instants, never wall-clock times.
         for bound in (first.known_period.start, first.known_period.end, second.valid_period.start):
             assert bound is not None and bound.utcoffset() is not None and not bound.utcoffset()
-        assert first.known_period.start < first.known_period.end
+        start, end = first.known_period.start, first.known_period.end
+        assert start is not None and end is not None and start < end
         [current] = session.scalars(as_of(model)).all()
         assert current.version_id == second.version_id and repr(current.valid_period) == repr(
             second.valid_period

@@ -106,7 +106,7 @@ def engine(database_url: str) -> Iterator[sqlalchemy.Engine]:
             Column("name", Text, nullable=False),
             schema=SCHEMA,
         )
-        op.create_bitemporal_table(
+        op.create_bitemporal_table(  # type: ignore[attr-defined]
             "contract",
             Column("id", Uuid),
             Column("customer_id", Integer, ForeignKey(f"{SCHEMA}.customer.id")),
@@ -115,7 +115,7 @@ def engine(database_url: str) -> Iterator[sqlalchemy.Engine]:
             schema=SCHEMA,
         )
         conn.execute(sqlalchemy.schema.CreateSequence(TICKET_IDS))
-        op.create_bitemporal_table(
+        op.create_bitemporal_table(  # type: ignore[attr-defined]
             "ticket", Column("id", BigInteger), Column("title", Text), key=["id"], schema=SCHEMA
         )
         op.create_table(
@@ -124,7 +124,7 @@ def engine(database_url: str) -> Iterator[sqlalchemy.Engine]:
             Column("contract_id", Uuid, nullable=False),
             schema=SCHEMA,
         )
-        op.create_key_foreign_key(
+        op.create_key_foreign_key(  # type: ignore[attr-defined]
             "invoice_contract_fkey",
             "invoice",
             "contract",
@@ -341,7 +341,7 @@ def test_converting_a_referenced_table_suggests_the_key_table(engine: sqlalchemy
         conn.execute(text(f"INSERT INTO \"{SCHEMA}\".vendor VALUES (1, 'Acme')"))
         conn.execute(text(f'INSERT INTO "{SCHEMA}".bill VALUES (1, 1)'))
     with pytest.raises(sqlalchemy.exc.DBAPIError) as caught, engine.begin() as conn:
-        Operations(MigrationContext.configure(conn)).convert_to_bitemporal(
+        Operations(MigrationContext.configure(conn)).convert_to_bitemporal(  # type: ignore[attr-defined]
             "vendor", ["id"], schema=SCHEMA
         )
     message = str(caught.value.orig)
@@ -351,8 +351,8 @@ def test_converting_a_referenced_table_suggests_the_key_table(engine: sqlalchemy
     with engine.begin() as conn:
         op = Operations(MigrationContext.configure(conn))
         op.drop_constraint("bill_vendor_fkey", "bill", type_="foreignkey", schema=SCHEMA)
-        op.convert_to_bitemporal("vendor", ["id"], schema=SCHEMA)
-        op.create_key_foreign_key(
+        op.convert_to_bitemporal("vendor", ["id"], schema=SCHEMA)  # type: ignore[attr-defined]
+        op.create_key_foreign_key(  # type: ignore[attr-defined]
             "bill_vendor_fkey",
             "bill",
             "vendor",

@@ -200,14 +200,14 @@ def operations(empty_database_url: str) -> Any:
     engine = create_engine(sqlalchemy_url(empty_database_url))
     with engine.connect() as connection:
         op = Operations(MigrationContext.configure(connection))
-        op.create_bitemporal_table(
+        op.create_bitemporal_table(  # type: ignore[attr-defined]
             "price",
             sa.Column("sku", Text),
             sa.Column("amount", Numeric(10, 2)),
             sa.Column("note", Text),
             key=["sku"],
         )
-        op.create_bitemporal_table(
+        op.create_bitemporal_table(  # type: ignore[attr-defined]
             "empty", sa.Column("sku", Text), sa.Column("amount", Numeric(10, 2)), key=["sku"]
         )
         bitemporal.Store(connection).app_tables.record(
