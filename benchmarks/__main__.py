@@ -1,4 +1,5 @@
-"""``python -m benchmarks SUITE [options]``: run one benchmark; ``SUITE --help`` lists its options."""
+"""``python -m benchmarks SUITE [options]``: run one benchmark; ``SUITE --help`` lists its
+options."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks", description="Run one of the project's benchmarks from a checkout."
+        prog="python -m benchmarks",
+        description="Run one of the project's benchmarks from a checkout.",
     )
     parser.add_argument("suite", choices=SUITES)
     parser.add_argument("options", nargs=argparse.REMAINDER, help="the suite's own options")

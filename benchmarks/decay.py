@@ -646,7 +646,8 @@ def _run(
     rows = step_rows(measure_steps(url, sizes, progress))
     write(
         f"step() with N present items, each step evicting {DUE_PER_STEP} due items "
-        f"(median of {MEASURED_STEPS} PostgreSQL steps / 3 in-memory steps, end to end from Python)\n\n"
+        f"(median of {MEASURED_STEPS} PostgreSQL steps / 3 in-memory steps, "
+        "end to end from Python)\n\n"
     )
     write(format_table(STEP_HEADERS, rows))
     if max(sizes) < 1_000_000:
@@ -657,4 +658,3 @@ def _run(
     write(format_table(["connections", "recalls/s"], recall_rates(url, seconds)))
     write(f"\ntotal {time.perf_counter() - started:.1f} s\n")
     return 0
-

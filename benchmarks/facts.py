@@ -2,7 +2,8 @@
 baselines measured in the same run, over a series of store sizes; ingestion
 against plain ``COPY``; decay steps at scale.
 
-    python -m benchmarks facts [--sizes 10k,1m,10m] [--changes N] [--samples N] [--plot PNG] [--json FILE]
+    python -m benchmarks facts [--sizes 10k,1m,10m] [--changes N] [--samples N]
+                               [--plot PNG] [--json FILE]
     python -m benchmarks facts --ingest [--ingest-rows N] [--batch-size N] [--record-rows N]
     python -m benchmarks facts --all [--decay-sizes 10k,100k,1m] ...
 
@@ -53,12 +54,13 @@ indexes (the baseline); ``record_many`` in batches of ``--batch-size`` rows,
 each batch its own transaction; ``record``, one call (one transaction) at a
 time on one connection, timed for the last ``--record-rows`` rows of the same
 workload only (it is slow; the rows before them are loaded first with
-record_many, untimed, so that it writes into a table of the same size); and, for new keys, a bare ``INSERT ... SELECT`` of the
-rows into ``fact_key`` and ``fact_version`` with no merge and no checks (what
-the table's indexes alone cost: the ceiling of any ingestion path). It prints
-rows and versions per second, the ratios to ``COPY`` and to ``record``, and
-whether record_many meets the goals (at least a quarter of COPY's speed, at
-least 50,000 versions per second).
+record_many, untimed, so that it writes into a table of the same size); and, for
+new keys, a bare ``INSERT ... SELECT`` of the rows into ``fact_key`` and
+``fact_version`` with no merge and no checks (what the table's indexes alone
+cost: the ceiling of any ingestion path). It prints rows and versions per
+second, the ratios to ``COPY`` and to ``record``, and whether record_many meets
+the goals (at least a quarter of COPY's speed, at least 50,000 versions per
+second).
 
 ``--all`` runs the lookups, ingestion and the decay benchmark's step timings
 (see benchmarks/decay.py) at ``--decay-sizes`` present items, in one
@@ -99,15 +101,18 @@ FILL = (
        SELECT %(prefix)s || k, 'a', %(epoch)s, %(epoch)s + (%(changes)s - 1) * interval '1 hour',
               pg_current_xact_id()
          FROM generate_series(1, %(keys)s) k""",
-    """INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period)
+    """INSERT INTO bitemporal.fact_version
+                   (entity, attribute, source, value, valid_period, known_period)
        SELECT %(prefix)s || k, 'a', 's', to_jsonb(i),
               tstzrange(%(epoch)s + i * interval '1 day', NULL, '[)'),
               tstzrange(%(epoch)s + i * interval '1 hour',
-                        CASE WHEN i < %(changes)s - 1 THEN %(epoch)s + (i + 1) * interval '1 hour' END, '[)')
+                        CASE WHEN i < %(changes)s - 1
+                             THEN %(epoch)s + (i + 1) * interval '1 hour' END, '[)')
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 1) i
        UNION ALL
        SELECT %(prefix)s || k, 'a', 's', to_jsonb(i),
-              tstzrange(%(epoch)s + i * interval '1 day', %(epoch)s + (i + 1) * interval '1 day', '[)'),
+              tstzrange(%(epoch)s + i * interval '1 day',
+                        %(epoch)s + (i + 1) * interval '1 day', '[)'),
               tstzrange(%(epoch)s + (i + 1) * interval '1 hour', NULL, '[)')
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 2) i
         ORDER BY 1, 5""",
@@ -118,16 +123,19 @@ TIMELINE_ENTITY = "timeline1"
 # tables the fill writes: the same before and after it. (A foreign key's
 # internal triggers are named after OIDs; the constraint stands for them.)
 SCHEMA = """
-SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid), convalidated::text,
-       obj_description(oid, 'pg_constraint')
-  FROM pg_constraint WHERE conrelid IN ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass)
+SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid),
+       convalidated::text, obj_description(oid, 'pg_constraint')
+  FROM pg_constraint
+ WHERE conrelid IN ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass)
 UNION ALL
 SELECT 'index', indrelid::regclass::text, indexrelid::regclass::text, pg_get_indexdef(indexrelid),
        indisvalid::text, obj_description(indexrelid, 'pg_class')
-  FROM pg_index WHERE indrelid IN ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass)
+  FROM pg_index
+ WHERE indrelid IN ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass)
 UNION ALL
 SELECT 'trigger', tgrelid::regclass::text, tgname, pg_get_triggerdef(oid), tgenabled::text, NULL
-  FROM pg_trigger WHERE tgrelid IN ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass)
+  FROM pg_trigger
+ WHERE tgrelid IN ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass)
    AND NOT tgisinternal
 ORDER BY 1, 2, 3"""
 # What the fill drops and re-creates on fact_version: the exclusion and
@@ -137,8 +145,8 @@ SELECT 'constraint', conname, pg_get_constraintdef(oid), obj_description(oid, 'p
        CASE WHEN contype = 'x' THEN obj_description(conindid, 'pg_class') END
   FROM pg_constraint WHERE conrelid = 'bitemporal.fact_version'::regclass AND contype IN ('x', 'f')
 UNION ALL
-SELECT 'index', indexrelid::regclass::text, pg_get_indexdef(indexrelid), obj_description(indexrelid, 'pg_class'),
-       NULL
+SELECT 'index', indexrelid::regclass::text, pg_get_indexdef(indexrelid),
+       obj_description(indexrelid, 'pg_class'), NULL
   FROM pg_index i WHERE indrelid = 'bitemporal.fact_version'::regclass AND NOT indisprimary
    AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conindid = i.indexrelid)"""
 
@@ -236,10 +244,12 @@ def fill_baseline(conn: psycopg.Connection[Any], rows: int) -> None:
 NAIVE = (
     """CREATE TABLE bench_latest AS
        SELECT DISTINCT ON (entity, attribute) entity, attribute, value FROM bitemporal.fact_version
-        ORDER BY entity, attribute, lower(known_period) DESC, lower(valid_period) DESC NULLS LAST""",
+        ORDER BY entity, attribute, lower(known_period) DESC,
+                 lower(valid_period) DESC NULLS LAST""",
     "ALTER TABLE bench_latest ADD PRIMARY KEY (entity, attribute)",
     """CREATE TABLE bench_history AS
-       SELECT entity, attribute, lower(valid_period) AS valid_from, upper(valid_period) AS valid_to, value
+       SELECT entity, attribute, lower(valid_period) AS valid_from,
+              upper(valid_period) AS valid_to, value
          FROM bitemporal.fact_version WHERE upper_inf(known_period)""",
     "CREATE INDEX ON bench_history (entity, attribute, valid_from)",
     "VACUUM ANALYZE bench_latest",
@@ -251,7 +261,8 @@ SINGLE_AXIS = """SELECT value FROM bench_history WHERE entity = %s AND attribute
                     AND valid_from <= %s AND (valid_to IS NULL OR valid_to > %s)
                   ORDER BY valid_from DESC LIMIT 1"""
 AS_OF = "SELECT value FROM bitemporal.as_of(%s, 'a', %s, %s)"
-AUDIT = """SELECT v.* FROM unnest(%(entities)s::text[], %(valid_ats)s::timestamptz[]) q(entity, valid_at)
+AUDIT = """SELECT v.*
+             FROM unnest(%(entities)s::text[], %(valid_ats)s::timestamptz[]) q(entity, valid_at)
            CROSS JOIN LATERAL bitemporal.as_of(q.entity, 'a', q.valid_at, %(known_at)s) v"""
 AUDIT_BASELINE = "SELECT * FROM bench_plain WHERE id = ANY(%(ids)s)"
 TIMELINE = "SELECT * FROM bitemporal.history(%(entity)s, 'a')"
@@ -420,7 +431,8 @@ def audit(
     rng: random.Random,
     with_periods: bool,
 ) -> dict[str, Any]:
-    """The as-of answers of ``count`` keys at one past knowledge time, against as many rows by primary key."""
+    """The as-of answers of ``count`` keys at one past knowledge time, against as many rows by
+    primary key."""
     count = min(count, keys)
     timings: dict[str, list[float]] = {}
     differ = 0
@@ -517,7 +529,8 @@ def writes(
     rng: random.Random,
     with_periods: bool,
 ) -> dict[str, Any]:
-    """One change per transaction: record(), a primary-key UPDATE and, in periods, the same change."""
+    """One change per transaction: record(), a primary-key UPDATE and, in periods, the same
+    change."""
     store = Store(conn)
     timings: dict[str, list[float]] = {}
     portion_error = None
@@ -713,7 +726,8 @@ def size_report(result: dict[str, Any]) -> str:
     head = (
         f"PostgreSQL {result['server_version']}, {result['versions']:,} versions "
         f"({result['keys']:,} keys x {2 * result['changes'] - 1} versions"
-        f"{', plus the timeline key' if 'timeline' in result else ''}): filled in {fill['seconds']:.1f} s"
+        f"{', plus the timeline key' if 'timeline' in result else ''}): "
+        f"filled in {fill['seconds']:.1f} s"
         + (f", periods tables built in {info['build_seconds']:.1f} s" if info["available"] else "")
         + f"; measured in {result['measure_seconds']:.1f} s\n"
     )
@@ -764,7 +778,8 @@ def series_report(result: dict[str, Any]) -> str:
     machine_ = result["machine"]
     out = [
         (
-            f"python -m benchmarks facts: PostgreSQL {machine_['server_version']}, {machine_['cpus']} CPUs, "
+            f"python -m benchmarks facts: PostgreSQL {machine_['server_version']}, "
+            f"{machine_['cpus']} CPUs, "
             f"{machine_['platform']}\n"
         )
     ]
@@ -781,7 +796,8 @@ def series_report(result: dict[str, Any]) -> str:
             cells.append(f"{f['median_ms']:.3f} ({f['vs_baseline']:.1f}x)" if f else "-")
         rows.append((name, *cells, f"{sizes[-1]['summary'][name]['vs_smallest']:.2f}x"))
     out.append(
-        "\n== Lookup time against versions: median ms (ratio to the primary key in the same database)\n"
+        "\n== Lookup time against versions: median ms "
+        "(ratio to the primary key in the same database)\n"
     )
     out.append(
         format_table(
@@ -798,7 +814,8 @@ def series_report(result: dict[str, Any]) -> str:
     for name in LOOKUP_GOALS:
         vs_pk, flat = largest[name]["vs_baseline"], largest[name]["vs_smallest"]
         verdicts.append(
-            f"  {name}: {vs_pk:.1f}x the primary key ({'met' if vs_pk <= GOAL_VS_PRIMARY_KEY else 'NOT met'}: "
+            f"  {name}: {vs_pk:.1f}x the primary key "
+            f"({'met' if vs_pk <= GOAL_VS_PRIMARY_KEY else 'NOT met'}: "
             f"goal {GOAL_VS_PRIMARY_KEY}x); {flat:.2f}x the smallest size "
             f"({'met' if flat <= GOAL_FLATNESS else 'NOT met'}: goal {GOAL_FLATNESS}x)"
         )
@@ -812,7 +829,8 @@ def series_report(result: dict[str, Any]) -> str:
     out.append(
         "\n"
         + _section(
-            f"== Retrospective audit at {big['versions']:,} versions: the as-of answers of {a['keys']:,} keys "
+            f"== Retrospective audit at {big['versions']:,} versions: "
+            f"the as-of answers of {a['keys']:,} keys "
             f"({a['rows']:,} rows) at one past knowledge time, {a['samples']} samples",
             a,
             "primary key, same rows",
@@ -827,7 +845,8 @@ def series_report(result: dict[str, Any]) -> str:
     out.append(
         "\n"
         + _section(
-            f"== Timeline of one key with {t['rows']:,} versions (bitemporal.history) at {big['versions']:,} "
+            f"== Timeline of one key with {t['rows']:,} versions (bitemporal.history) "
+            f"at {big['versions']:,} "
             f"versions, {t['samples']} samples",
             t,
             "primary key, same rows",
@@ -895,7 +914,8 @@ def _copy_tuples(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 _PLAIN = (
     "CREATE TABLE IF NOT EXISTS bench_ingest_plain (entity text, attribute text, source text, "
-    "value jsonb, valid_from timestamptz, valid_to timestamptz, known_at timestamptz, recorded_by text)"
+    "value jsonb, valid_from timestamptz, valid_to timestamptz, known_at timestamptz, "
+    "recorded_by text)"
 )
 _PLAIN_COPY = (
     "COPY bench_ingest_plain (entity, attribute, source, value, valid_from, valid_to, known_at, "
@@ -924,7 +944,8 @@ def _bare_insert(conn: psycopg.Connection[Any], rows: list[dict[str, Any]]) -> i
             "pg_current_xact_id() FROM bench_ingest_plain"
         )
         conn.execute(
-            "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+            "INSERT INTO bitemporal.fact_version "
+            "(entity, attribute, source, value, valid_period, known_period) "
             "SELECT entity, attribute, source, value, tstzrange(valid_from, valid_to, '[)'), "
             "tstzrange(now(), NULL, '[)') FROM bench_ingest_plain"
         )
@@ -1037,7 +1058,8 @@ def ingest_report(result: dict[str, Any]) -> str:
         fraction = (many["rows"] / many["seconds"]) / copy_rate
         verdicts.append(
             f"  {workload}: {versions_rate:,.0f} versions/s "
-            f"({'met' if versions_rate >= GOAL_VERSIONS_PER_S else 'NOT met'}: goal {GOAL_VERSIONS_PER_S:,}); "
+            f"({'met' if versions_rate >= GOAL_VERSIONS_PER_S else 'NOT met'}: "
+            f"goal {GOAL_VERSIONS_PER_S:,}); "
             f"{fraction:.3f} of COPY's rows/s "
             f"({'met' if fraction >= GOAL_COPY_FRACTION else 'NOT met'}: goal {GOAL_COPY_FRACTION})"
         )
@@ -1171,7 +1193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         result["decay_steps"] = steps
         sys.stdout.write(
-            f"\nDecay: step() with N present items, each step evicting {decay.DUE_PER_STEP} due items "
+            f"\nDecay: step() with N present items, "
+            f"each step evicting {decay.DUE_PER_STEP} due items "
             f"(median of {decay.MEASURED_STEPS} PostgreSQL steps / 3 in-memory steps, end to end "
             "from Python)\n" + format_table(decay.STEP_HEADERS, decay.step_rows(steps))
         )

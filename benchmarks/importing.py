@@ -1,6 +1,7 @@
 """``bitemporal import`` against the bulk path under it, on the same rows, in the same run.
 
-    python -m benchmarks import [--url URL] [--rows N] [--batch-size N] [--workload new|history|changes]
+    python -m benchmarks import [--url URL] [--rows N] [--batch-size N]
+                                [--workload new|history|changes]
 
 One CSV file of ``--rows`` rows (the workloads of ``python -m benchmarks facts --ingest``:
 *new keys*, one row per key with the default knowledge time; *history*, ten changes of each
@@ -60,8 +61,18 @@ def write_csv(path: Path, workload: str, count: int) -> None:
         for c in range(HISTORY_CHANGES):
             known_at = (EPOCH + timedelta(hours=c)).isoformat() if workload == "history" else ""
             for k in range(keys):
-                out.writerow((f"e{k}", "a", "s", c, (EPOCH + timedelta(days=c)).isoformat(), "",
-                              known_at, ""))
+                out.writerow(
+                    (
+                        f"e{k}",
+                        "a",
+                        "s",
+                        c,
+                        (EPOCH + timedelta(days=c)).isoformat(),
+                        "",
+                        known_at,
+                        "",
+                    )
+                )
 
 
 def _versions(url: str) -> int:
@@ -74,7 +85,9 @@ def _versions(url: str) -> int:
 def _import(url: str, path: Path, batch_size: int) -> float:
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        code = cli.main(["--url", url, "import", str(path), "--batch-size", str(batch_size), "--quiet"])
+        code = cli.main(
+            ["--url", url, "import", str(path), "--batch-size", str(batch_size), "--quiet"]
+        )
     seconds = time.perf_counter() - start
     if code:
         raise SystemExit(f"bitemporal import failed (exit {code})")
@@ -87,9 +100,14 @@ def measure(url: str, rows: int, batch_size: int, workload: str) -> dict[str, An
         path = Path(tmp) / "facts.csv"
         write_csv(path, workload, rows)
         with path.open(encoding="utf-8", newline="") as file:
-            data = [row for _, row in read_csv(file)]
-        assert all(isinstance(row, dict) for row in data), "the benchmark's file has no bad row"
-        results: dict[str, Any] = {"rows": len(data), "batch_size": batch_size, "workload": workload}
+            rows_read = [row for _, row in read_csv(file)]
+        data = [row for row in rows_read if isinstance(row, dict)]
+        assert len(data) == len(rows_read), "the benchmark's file has no bad row"
+        results: dict[str, Any] = {
+            "rows": len(data),
+            "batch_size": batch_size,
+            "workload": workload,
+        }
         with scratch_database(url, "bitemporal_bench_import_many") as db:
             migrate(db)
             with psycopg.connect(db, autocommit=True) as conn:
@@ -112,20 +130,28 @@ def report(results: dict[str, Any]) -> str:
     rows = results["rows"]
     table = format_table(
         ("method", "seconds", "rows/s", "versions written"),
-        [(name, f"{seconds:.2f}", f"{rows / seconds:,.0f}", f"{versions:,}")
-         for name in ("record_many", "import", "re-import")
-         for seconds, versions in [results[name]]],
+        [
+            (name, f"{seconds:.2f}", f"{rows / seconds:,.0f}", f"{versions:,}")
+            for name in ("record_many", "import", "re-import")
+            for seconds, versions in [results[name]]
+        ],
     )
     ratio = results["import"][0] / results["record_many"][0]
-    return (f"{rows:,} rows ({results['workload']}), batches of {results['batch_size']:,}, "
-            f"PostgreSQL {results['server_version']}\n{table}"
-            f"import / record_many: {ratio:.2f}x (goal: at most {GOAL_RATIO}x); "
-            f"re-import wrote {results['re-import'][1]} versions (goal: 0)\n")
+    return (
+        f"{rows:,} rows ({results['workload']}), batches of {results['batch_size']:,}, "
+        f"PostgreSQL {results['server_version']}\n{table}"
+        f"import / record_many: {ratio:.2f}x (goal: at most {GOAL_RATIO}x); "
+        f"re-import wrote {results['re-import'][1]} versions (goal: 0)\n"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks import", description=__doc__.split("\n")[0])
-    parser.add_argument("--url", help="server (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, embedded)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks import", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--url", help="server (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, embedded)"
+    )
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=10_000)
     parser.add_argument("--workload", choices=("new", "history", "changes"), default="history")

@@ -59,7 +59,8 @@ PAST = (
     "AND valid_from <= %(valid_at)s AND valid_to > %(valid_at)s"
 )
 AUDIT = (
-    f"SELECT p.* FROM unnest(%(entities)s::text[], %(valid_ats)s::timestamptz[]) q(entity, valid_at) "
+    "SELECT p.* "
+    "FROM unnest(%(entities)s::text[], %(valid_ats)s::timestamptz[]) q(entity, valid_at) "
     f"JOIN {TABLE}__as_of(%(known_at)s) p ON p.entity = q.entity AND p.attribute = 'a' "
     "AND p.valid_from <= q.valid_at AND p.valid_to > q.valid_at"
 )
@@ -103,7 +104,8 @@ def unavailable(conn: psycopg.Connection[Any]) -> str | None:
 
 
 def build(conn: psycopg.Connection[Any]) -> str:
-    """Build the periods tables from ``bitemporal.fact_version``; returns the extension's version."""
+    """Build the periods tables from ``bitemporal.fact_version``; returns the extension's
+    version."""
     for statement in BUILD:
         conn.execute(statement)
     row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'periods'").fetchone()

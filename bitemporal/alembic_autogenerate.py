@@ -43,10 +43,18 @@ from .orm import Bitemporal
 __all__ = ["ModifyBitemporalTableOps"]
 
 # The columns enable_table adds (the mixin declares all but recorded_in).
-VERSION_COLUMNS = frozenset({"version_id", "valid_period", "known_period", "carried_from", "recorded_in"})
+VERSION_COLUMNS = frozenset(
+    {"version_id", "valid_period", "known_period", "carried_from", "recorded_in"}
+)
 
 # Constraints enable_table gives a table, by suffix of the table's name.
-_MANAGED_CONSTRAINTS = ("_pkey", "_no_overlap", "_key_fkey", "_valid_period_half_open", "_known_period_half_open")
+_MANAGED_CONSTRAINTS = (
+    "_pkey",
+    "_no_overlap",
+    "_key_fkey",
+    "_valid_period_half_open",
+    "_known_period_half_open",
+)
 
 Name = tuple[str, str]  # (schema, table)
 ModelName = tuple[str | None, str]  # (schema or None for the default, table)
@@ -58,7 +66,10 @@ class ModifyBitemporalTableOps(ops.ModifyTableOps):
 
     def reverse(self) -> ModifyBitemporalTableOps:
         return ModifyBitemporalTableOps(
-            self.table_name, ops=list(reversed([op.reverse() for op in self.ops])), schema=self.schema)
+            self.table_name,
+            ops=list(reversed([op.reverse() for op in self.ops])),
+            schema=self.schema,
+        )
 
 
 class _Registry:
@@ -72,17 +83,24 @@ class _Registry:
         if connection.execute(text("SELECT to_regclass('bitemporal.app_table')")).scalar() is None:
             return
         for schema, table, key_table, key in connection.execute(
-                text("SELECT table_schema, table_name, key_table, key_columns FROM bitemporal.app_table")):
+            text(
+                "SELECT table_schema, table_name, key_table, key_columns FROM bitemporal.app_table"
+            )
+        ):
             self.tables[(schema, table)] = tuple(key)
             self.key_tables.add((schema, key_table))
         # Every index the library creates on a table is over, or filtered by, known_period.
-        for schema, table, index in connection.execute(text(
+        for schema, table, index in connection.execute(
+            text(
                 "SELECT a.table_schema, a.table_name, i.relname"
                 "  FROM bitemporal.app_table a"
                 "  JOIN pg_catalog.pg_index x"
-                "    ON x.indrelid = CAST(quote_ident(a.table_schema) || '.' || quote_ident(a.table_name) AS regclass)"
+                "    ON x.indrelid = CAST(quote_ident(a.table_schema) || '.' "
+                "|| quote_ident(a.table_name) AS regclass)"
                 "  JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid"
-                " WHERE pg_catalog.pg_get_indexdef(x.indexrelid) LIKE '%known_period%'")):
+                " WHERE pg_catalog.pg_get_indexdef(x.indexrelid) LIKE '%known_period%'"
+            )
+        ):
             self.managed_indexes.add((schema, table, index))
 
 
@@ -118,8 +136,9 @@ def _is_version_part(item: Any, table: str) -> bool:
     if isinstance(item, Column):
         return item.name in VERSION_COLUMNS
     if isinstance(item, Constraint):
-        return (item.name in {table + s for s in _MANAGED_CONSTRAINTS}
-                or any(c.name in VERSION_COLUMNS for c in getattr(item, "columns", ())))
+        return item.name in {table + s for s in _MANAGED_CONSTRAINTS} or any(
+            c.name in VERSION_COLUMNS for c in getattr(item, "columns", ())
+        )
     return False
 
 
@@ -150,7 +169,9 @@ def _rewrite(autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schem
     models = _models(autogen_context.metadata)
 
     def key_of(schema: str | None, table: str) -> tuple[str, ...] | None:
-        return models.get((schema, table)) or models.get((None, table) if schema == default else (schema, table))
+        return models.get((schema, table)) or models.get(
+            (None, table) if schema == default else (schema, table)
+        )
 
     rewritten: list[ops.MigrateOperation] = []
     for op in upgrade_ops.ops:
@@ -163,13 +184,21 @@ def _rewrite(autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schem
         if isinstance(op, ops.CreateTableOp) and key is not None:
             # Columns and table constraints, as op.create_table takes them.
             parts: list[Any] = [c for c in op.columns if not _is_version_part(c, op.table_name)]
-            rewritten.append(CreateBitemporalTableOp(op.table_name, parts, key=key, schema=op.schema, **op.kw))
+            rewritten.append(
+                CreateBitemporalTableOp(op.table_name, parts, key=key, schema=op.schema, **op.kw)
+            )
         elif isinstance(op, ops.DropTableOp) and (schema, op.table_name) in registry.tables:
             # The model is gone: drop the table with its key table and functions.
             dropped = DropBitemporalTableOp(op.table_name, schema=op.schema)
-            reflected: list[Any] = [c for c in op.reverse().columns if not _is_version_part(c, op.table_name)]
+            reflected: list[Any] = [
+                c for c in op.reverse().columns if not _is_version_part(c, op.table_name)
+            ]
             dropped.recreate = CreateBitemporalTableOp(
-                op.table_name, reflected, key=registry.tables[(schema, op.table_name)], schema=op.schema)
+                op.table_name,
+                reflected,
+                key=registry.tables[(schema, op.table_name)],
+                schema=op.schema,
+            )
             rewritten.append(dropped)
         elif isinstance(op, ops.ModifyTableOps) and (schema, op.table_name) in registry.tables:
             kept = [o for o in op.ops if not _managed(o, schema, op.table_name, registry)]
@@ -206,8 +235,9 @@ def _table_args(table: str, schema: str | None) -> str:
 @renderers.dispatch_for(CreateBitemporalTableOp)
 def _render_create(autogen_context: AutogenContext, op: CreateBitemporalTableOp) -> str:
     # Alembic renders the table's columns and constraints as for op.create_table.
-    created = render_op_text(autogen_context, ops.CreateTableOp(
-        op.table_name, op.columns, schema=op.schema, **op.kw))
+    created = render_op_text(
+        autogen_context, ops.CreateTableOp(op.table_name, op.columns, schema=op.schema, **op.kw)
+    )
     head, _, rest = created.partition("create_table(")
     return f"{head}create_bitemporal_table({rest.rstrip()[:-1].rstrip()},\nkey={op.key!r})"
 
@@ -238,4 +268,7 @@ def _render_refresh(autogen_context: AutogenContext, op: RefreshBitemporalTableO
 def _render_modify(autogen_context: AutogenContext, op: ModifyBitemporalTableOps) -> list[str]:
     plain = ops.ModifyTableOps(op.table_name, op.ops, schema=op.schema)
     lines = render_op_text(autogen_context, plain).splitlines()
-    return [*lines, _render_refresh(autogen_context, RefreshBitemporalTableOp(op.table_name, schema=op.schema))]
+    return [
+        *lines,
+        _render_refresh(autogen_context, RefreshBitemporalTableOp(op.table_name, schema=op.schema)),
+    ]

@@ -74,8 +74,12 @@ class CreateBitemporalTableOp(MigrateOperation):
     """Create a table with key and value columns and make it bitemporal."""
 
     def __init__(
-        self, table_name: str, columns: Sequence[Column[Any]], key: Sequence[str],
-        schema: str | None = None, **kw: Any,
+        self,
+        table_name: str,
+        columns: Sequence[Column[Any]],
+        key: Sequence[str],
+        schema: str | None = None,
+        **kw: Any,
     ) -> None:
         self.table_name = table_name
         self.columns = list(columns)
@@ -85,8 +89,13 @@ class CreateBitemporalTableOp(MigrateOperation):
 
     @classmethod
     def create_bitemporal_table(
-        cls, operations: Operations, table_name: str, *columns: Column[Any],
-        key: Sequence[str], schema: str | None = None, **kw: Any,
+        cls,
+        operations: Operations,
+        table_name: str,
+        *columns: Column[Any],
+        key: Sequence[str],
+        schema: str | None = None,
+        **kw: Any,
     ) -> None:
         """``op.create_table(table_name, *columns, schema=schema, **kw)``, then
         ``bitemporal.enable_table`` keyed by ``key``: adds the version and period
@@ -114,14 +123,18 @@ class DropBitemporalTableOp(MigrateOperation):
 
     def reverse(self) -> CreateBitemporalTableOp:
         if self.recreate is None:
-            raise ValueError(f"the columns of {self.table_name} are not known: it cannot be created again")
+            raise ValueError(
+                f"the columns of {self.table_name} are not known: it cannot be created again"
+            )
         return self.recreate
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
         return ("remove_bitemporal_table", self.schema, self.table_name)
 
     @classmethod
-    def drop_bitemporal_table(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
+    def drop_bitemporal_table(
+        cls, operations: Operations, table_name: str, schema: str | None = None
+    ) -> None:
         """``bitemporal.drop_table``: the table, its history, its ``<table>_key`` table,
         its generated functions and the temporal references it makes."""
         operations.invoke(cls(table_name, schema=schema))
@@ -132,7 +145,11 @@ class ConvertToBitemporalOp(MigrateOperation):
     """Make an existing table bitemporal, keeping its rows as the first versions."""
 
     def __init__(
-        self, table_name: str, key: Sequence[str], valid_from: datetime | None = None, schema: str | None = None,
+        self,
+        table_name: str,
+        key: Sequence[str],
+        valid_from: datetime | None = None,
+        schema: str | None = None,
     ) -> None:
         self.table_name = table_name
         self.key = list(key)
@@ -141,8 +158,12 @@ class ConvertToBitemporalOp(MigrateOperation):
 
     @classmethod
     def convert_to_bitemporal(
-        cls, operations: Operations, table_name: str, key: Sequence[str],
-        valid_from: datetime | None = None, schema: str | None = None,
+        cls,
+        operations: Operations,
+        table_name: str,
+        key: Sequence[str],
+        valid_from: datetime | None = None,
+        schema: str | None = None,
     ) -> None:
         """``bitemporal.enable_table`` on an existing table: its rows become versions valid
         from ``valid_from`` (None: unbounded) and known from the migration's transaction
@@ -168,7 +189,9 @@ class ConvertFromBitemporalOp(MigrateOperation):
         return ("convert_from_bitemporal", self.schema, self.table_name)
 
     @classmethod
-    def convert_from_bitemporal(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
+    def convert_from_bitemporal(
+        cls, operations: Operations, table_name: str, schema: str | None = None
+    ) -> None:
         """``bitemporal.disable_table``: refused (BT402) once anything was recorded since
         the conversion, because that history would be lost."""
         operations.invoke(cls(table_name, schema=schema))
@@ -183,7 +206,9 @@ class RefreshBitemporalTableOp(MigrateOperation):
         self.schema = schema
 
     @classmethod
-    def refresh_bitemporal_table(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
+    def refresh_bitemporal_table(
+        cls, operations: Operations, table_name: str, schema: str | None = None
+    ) -> None:
         """``bitemporal.refresh_table``, after ``op.add_column`` / ``op.drop_column`` on a
         bitemporal table: the generated functions take the new set of value columns
         and keep their ``EXECUTE`` grants."""
@@ -201,8 +226,13 @@ class CreateTemporalReferenceOp(MigrateOperation):
     """A child table's columns refer to a parent table's key over every valid time."""
 
     def __init__(
-        self, constraint_name: str | None, source_table: str, referent_table: str, local_cols: Sequence[str],
-        source_schema: str | None = None, referent_schema: str | None = None,
+        self,
+        constraint_name: str | None,
+        source_table: str,
+        referent_table: str,
+        local_cols: Sequence[str],
+        source_schema: str | None = None,
+        referent_schema: str | None = None,
     ) -> None:
         self.constraint_name = constraint_name
         self.source_table = source_table
@@ -213,32 +243,54 @@ class CreateTemporalReferenceOp(MigrateOperation):
 
     @classmethod
     def create_temporal_reference(
-        cls, operations: Operations, constraint_name: str | None, source_table: str, referent_table: str,
-        local_cols: Sequence[str], source_schema: str | None = None, referent_schema: str | None = None,
+        cls,
+        operations: Operations,
+        constraint_name: str | None,
+        source_table: str,
+        referent_table: str,
+        local_cols: Sequence[str],
+        source_schema: str | None = None,
+        referent_schema: str | None = None,
     ) -> None:
         """``bitemporal.add_reference``, shaped like ``op.create_foreign_key``: the
         referent's columns are its key."""
-        operations.invoke(cls(constraint_name, source_table, referent_table, local_cols,
-                              source_schema=source_schema, referent_schema=referent_schema))
+        operations.invoke(
+            cls(
+                constraint_name,
+                source_table,
+                referent_table,
+                local_cols,
+                source_schema=source_schema,
+                referent_schema=referent_schema,
+            )
+        )
 
     def reverse(self) -> DropTemporalReferenceOp:
         if self.constraint_name is None:
             raise ValueError("name the temporal reference to be able to reverse it")
-        return DropTemporalReferenceOp(self.constraint_name, self.source_table, source_schema=self.source_schema)
+        return DropTemporalReferenceOp(
+            self.constraint_name, self.source_table, source_schema=self.source_schema
+        )
 
 
 @Operations.register_operation("drop_temporal_reference")
 class DropTemporalReferenceOp(MigrateOperation):
     """Drop a temporal reference."""
 
-    def __init__(self, constraint_name: str, source_table: str, source_schema: str | None = None) -> None:
+    def __init__(
+        self, constraint_name: str, source_table: str, source_schema: str | None = None
+    ) -> None:
         self.constraint_name = constraint_name
         self.source_table = source_table
         self.source_schema = source_schema
 
     @classmethod
     def drop_temporal_reference(
-        cls, operations: Operations, constraint_name: str, source_table: str, source_schema: str | None = None,
+        cls,
+        operations: Operations,
+        constraint_name: str,
+        source_table: str,
+        source_schema: str | None = None,
     ) -> None:
         """``bitemporal.drop_reference``."""
         operations.invoke(cls(constraint_name, source_table, source_schema=source_schema))
@@ -246,7 +298,9 @@ class DropTemporalReferenceOp(MigrateOperation):
 
 @Operations.implementation_for(CreateBitemporalTableOp)
 def _create_bitemporal_table(operations: Operations, operation: CreateBitemporalTableOp) -> None:
-    operations.create_table(operation.table_name, *operation.columns, schema=operation.schema, **operation.kw)
+    operations.create_table(
+        operation.table_name, *operation.columns, schema=operation.schema, **operation.kw
+    )
     _enable(operations, operation.table_name, operation.schema, operation.key, None)
 
 
@@ -256,52 +310,90 @@ def _convert_to_bitemporal(operations: Operations, operation: ConvertToBitempora
 
 
 def _enable(
-    operations: Operations, table: str, schema: str | None, key: Sequence[str], valid_from: datetime | None
+    operations: Operations,
+    table: str,
+    schema: str | None,
+    key: Sequence[str],
+    valid_from: datetime | None,
 ) -> None:
-    operations.execute(_call(
-        "SELECT bitemporal.enable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass), :key, :valid_from)",
-        *_relation_params("t", table, schema),
-        bindparam("key", list(key), type_=ARRAY(Text)),
-        bindparam("valid_from", valid_from, type_=DateTime(timezone=True)),
-    ))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.enable_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass), :key, :valid_from)",
+            *_relation_params("t", table, schema),
+            bindparam("key", list(key), type_=ARRAY(Text)),
+            bindparam("valid_from", valid_from, type_=DateTime(timezone=True)),
+        )
+    )
 
 
 @Operations.implementation_for(DropBitemporalTableOp)
 def _drop_bitemporal_table(operations: Operations, operation: DropBitemporalTableOp) -> None:
-    operations.execute(_call("SELECT bitemporal.drop_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
-                             *_relation_params("t", operation.table_name, operation.schema)))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.drop_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass))",
+            *_relation_params("t", operation.table_name, operation.schema),
+        )
+    )
 
 
 @Operations.implementation_for(ConvertFromBitemporalOp)
 def _convert_from_bitemporal(operations: Operations, operation: ConvertFromBitemporalOp) -> None:
-    operations.execute(_call("SELECT bitemporal.disable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
-                             *_relation_params("t", operation.table_name, operation.schema)))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.disable_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass))",
+            *_relation_params("t", operation.table_name, operation.schema),
+        )
+    )
 
 
 @Operations.implementation_for(RefreshBitemporalTableOp)
 def _refresh_bitemporal_table(operations: Operations, operation: RefreshBitemporalTableOp) -> None:
-    operations.execute(_call("SELECT bitemporal.refresh_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
-                             *_relation_params("t", operation.table_name, operation.schema)))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.refresh_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass))",
+            *_relation_params("t", operation.table_name, operation.schema),
+        )
+    )
 
 
 @Operations.implementation_for(CreateTemporalReferenceOp)
-def _create_temporal_reference(operations: Operations, operation: CreateTemporalReferenceOp) -> None:
-    operations.execute(_call(
-        "SELECT bitemporal.add_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :columns, CAST(quote_ident(coalesce(:p_schema, current_schema())) || '.' || quote_ident(:p_table) AS regclass), :name)",
-        *_relation_params("c", operation.source_table, operation.source_schema),
-        *_relation_params("p", operation.referent_table, operation.referent_schema),
-        bindparam("columns", operation.local_cols, type_=ARRAY(Text)),
-        bindparam("name", operation.constraint_name, type_=Text),
-    ))
+def _create_temporal_reference(
+    operations: Operations, operation: CreateTemporalReferenceOp
+) -> None:
+    operations.execute(
+        _call(
+            "SELECT bitemporal.add_reference("
+            "CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' "
+            "|| quote_ident(:c_table) AS regclass), :columns, "
+            "CAST(quote_ident(coalesce(:p_schema, current_schema())) || '.' "
+            "|| quote_ident(:p_table) AS regclass), :name)",
+            *_relation_params("c", operation.source_table, operation.source_schema),
+            *_relation_params("p", operation.referent_table, operation.referent_schema),
+            bindparam("columns", operation.local_cols, type_=ARRAY(Text)),
+            bindparam("name", operation.constraint_name, type_=Text),
+        )
+    )
 
 
 @Operations.implementation_for(DropTemporalReferenceOp)
 def _drop_temporal_reference(operations: Operations, operation: DropTemporalReferenceOp) -> None:
-    operations.execute(_call(
-        "SELECT bitemporal.drop_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :name)",
-        *_relation_params("c", operation.source_table, operation.source_schema),
-        bindparam("name", operation.constraint_name, type_=Text),
-    ))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.drop_reference("
+            "CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' "
+            "|| quote_ident(:c_table) AS regclass), :name)",
+            *_relation_params("c", operation.source_table, operation.source_schema),
+            bindparam("name", operation.constraint_name, type_=Text),
+        )
+    )
 
 
 # History-safe column changes. op.drop_column, and op.alter_column with a type_ that does not
@@ -325,7 +417,8 @@ def _history_guard(
     schema_sql = f"coalesce({_literal(schema)}, pg_catalog.current_schema())"
     return text(f"""DO $bitemporal_guard$
 DECLARE
-    tab text = pg_catalog.quote_ident({schema_sql}) || '.' || pg_catalog.quote_ident({_literal(table)});
+    tab text = pg_catalog.quote_ident({schema_sql}) || '.'
+               || pg_catalog.quote_ident({_literal(table)});
     col text = {_literal(column)};
     versions bigint;
     failure text;
@@ -347,7 +440,8 @@ BEGIN
         RAISE EXCEPTION USING
             ERRCODE = 'BT402',
             MESSAGE = {_literal(operation_name)} || ' on ' || tab || ' refused: ' || versions
-                   || ' versions of its history ' || {_literal(why)} || coalesce(' (' || failure || ')', ''),
+                   || ' versions of its history ' || {_literal(why)}
+                   || coalesce(' (' || failure || ')', ''),
             HINT = 'Pass bitemporal_drop_history=True to ' || {_literal(operation_name)}
                    || ' to rewrite the history of column ' || col || ' on purpose.';
     END IF;
@@ -367,10 +461,18 @@ def _run_guard(operations: Operations, guard: TextClause) -> None:
 @Operations.implementation_for(ops.DropColumnOp, replace=True)
 def _drop_column(operations: Operations, operation: ops.DropColumnOp) -> None:
     if not operation.kw.pop(DROP_HISTORY, False):
-        _run_guard(operations, _history_guard(
-            "op.drop_column", operation.table_name, operation.schema, operation.column_name,
-            "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col) || ' IS NOT NULL'",
-            f"hold values in column {operation.column_name}, which would be lost for good"))
+        _run_guard(
+            operations,
+            _history_guard(
+                "op.drop_column",
+                operation.table_name,
+                operation.schema,
+                operation.column_name,
+                "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col)"
+                " || ' IS NOT NULL'",
+                f"hold values in column {operation.column_name}, which would be lost for good",
+            ),
+        )
     toimpl.drop_column(operations, operation)
 
 
@@ -378,17 +480,29 @@ def _drop_column(operations: Operations, operation: ops.DropColumnOp) -> None:
 def _alter_column(operations: Operations, operation: ops.AlterColumnOp) -> None:
     if operation.modify_type is not None and not operation.kw.pop(DROP_HISTORY, False):
         type_ = operation.modify_type
-        new_type = (type_() if isinstance(type_, type) else type_).compile(dialect=operations.impl.dialect)
+        new_type = (type_() if isinstance(type_, type) else type_).compile(
+            dialect=operations.impl.dialect
+        )
         using = operation.kw.get("postgresql_using")
         converted = _literal(using) if using else "pg_catalog.quote_ident(col)"
         # A value that does not come back unchanged through the new type and back was changed.
-        _run_guard(operations, _history_guard(
-            "op.alter_column", operation.table_name, operation.schema, operation.column_name,
-            "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col) || ' IS DISTINCT FROM CAST(CAST('"
-            f" || {converted} || ' AS ' || {_literal(new_type)} || ') AS '"
-            " || (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a"
-            "      WHERE a.attrelid = CAST(tab AS regclass) AND a.attname = col) || ')'",
-            f"hold values of column {operation.column_name} that type {new_type} would change or refuse"))
+        _run_guard(
+            operations,
+            _history_guard(
+                "op.alter_column",
+                operation.table_name,
+                operation.schema,
+                operation.column_name,
+                "'SELECT count(*) FROM ' || tab || ' WHERE ' || pg_catalog.quote_ident(col)"
+                " || ' IS DISTINCT FROM CAST(CAST('"
+                f" || {converted} || ' AS ' || {_literal(new_type)} || ') AS '"
+                " || (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)"
+                " FROM pg_catalog.pg_attribute a"
+                "      WHERE a.attrelid = CAST(tab AS regclass) AND a.attname = col) || ')'",
+                f"hold values of column {operation.column_name} "
+                f"that type {new_type} would change or refuse",
+            ),
+        )
     operation.kw.pop(DROP_HISTORY, None)
     toimpl.alter_column(operations, operation)
 
@@ -403,7 +517,9 @@ def _is_bitemporal(table: Any) -> bool:
     return columns is not None and "valid_period" in columns and "known_period" in columns
 
 
-def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+def include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
     """An ``include_object`` hook for ``context.configure`` in an application's ``env.py``:
     autogenerate (and ``alembic check``) then ignores what bitemporal manages for tables
     mapped with :class:`bitemporal.orm.Bitemporal` (their ``<table>_key`` tables, the
@@ -414,7 +530,10 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
         return True
     if type_ == "table":
         # A key table has the shape enable_table gives it.
-        return not (name.endswith("_key") and {"first_known_at", "last_known_at", "last_txid"} <= set(obj.c.keys()))
+        return not (
+            name.endswith("_key")
+            and {"first_known_at", "last_known_at", "last_txid"} <= set(obj.c.keys())
+        )
     table = getattr(obj, "table", None)
     if table is None or not _is_bitemporal(table):
         return True
@@ -422,8 +541,14 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
         return name != "recorded_in"
     if type_ == "index":
         managed = name.startswith(table.name) and name.endswith(_MANAGED_INDEX_SUFFIXES)
-        return not (managed or (name.endswith("_idx") and "upper_inf(known_period)" in str(
-            obj.dialect_options["postgresql"].get("where", ""))))
+        return not (
+            managed
+            or (
+                name.endswith("_idx")
+                and "upper_inf(known_period)"
+                in str(obj.dialect_options["postgresql"].get("where", ""))
+            )
+        )
     if type_ == "foreign_key_constraint":
         return name != f"{table.name}_key_fkey"
     return True
@@ -440,9 +565,15 @@ class CreateKeyForeignKeyOp(MigrateOperation):
     """A plain foreign key from an ordinary table to a bitemporal table's ``<table>_key``."""
 
     def __init__(
-        self, constraint_name: str | None, source_table: str, referent_table: str, local_cols: Sequence[str],
-        remote_cols: Sequence[str] | None = None, source_schema: str | None = None,
-        referent_schema: str | None = None, **kw: Any,
+        self,
+        constraint_name: str | None,
+        source_table: str,
+        referent_table: str,
+        local_cols: Sequence[str],
+        remote_cols: Sequence[str] | None = None,
+        source_schema: str | None = None,
+        referent_schema: str | None = None,
+        **kw: Any,
     ) -> None:
         self.constraint_name = constraint_name
         self.source_table = source_table
@@ -455,9 +586,16 @@ class CreateKeyForeignKeyOp(MigrateOperation):
 
     @classmethod
     def create_key_foreign_key(
-        cls, operations: Operations, constraint_name: str | None, source_table: str, referent_table: str,
-        local_cols: Sequence[str], remote_cols: Sequence[str] | None = None, source_schema: str | None = None,
-        referent_schema: str | None = None, **kw: Any,
+        cls,
+        operations: Operations,
+        constraint_name: str | None,
+        source_table: str,
+        referent_table: str,
+        local_cols: Sequence[str],
+        remote_cols: Sequence[str] | None = None,
+        source_schema: str | None = None,
+        referent_schema: str | None = None,
+        **kw: Any,
     ) -> None:
         """``op.create_foreign_key`` from ``source_table`` to ``<referent_table>_key``, the
         bitemporal table's key table (``remote_cols``: its key columns, by default named
@@ -465,13 +603,29 @@ class CreateKeyForeignKeyOp(MigrateOperation):
         version is valid or current now (for that, see ``op.create_temporal_reference``
         between two bitemporal tables). Extra keywords (``ondelete``, ...) go to
         ``create_foreign_key``."""
-        operations.invoke(cls(constraint_name, source_table, referent_table, local_cols, remote_cols,
-                              source_schema=source_schema, referent_schema=referent_schema, **kw))
+        operations.invoke(
+            cls(
+                constraint_name,
+                source_table,
+                referent_table,
+                local_cols,
+                remote_cols,
+                source_schema=source_schema,
+                referent_schema=referent_schema,
+                **kw,
+            )
+        )
 
 
 @Operations.implementation_for(CreateKeyForeignKeyOp)
 def _create_key_foreign_key(operations: Operations, operation: CreateKeyForeignKeyOp) -> None:
     operations.create_foreign_key(
-        operation.constraint_name, operation.source_table, f"{operation.referent_table}_key",
-        operation.local_cols, operation.remote_cols, source_schema=operation.source_schema,
-        referent_schema=operation.referent_schema, **operation.kw)
+        operation.constraint_name,
+        operation.source_table,
+        f"{operation.referent_table}_key",
+        operation.local_cols,
+        operation.remote_cols,
+        source_schema=operation.source_schema,
+        referent_schema=operation.referent_schema,
+        **operation.kw,
+    )

@@ -109,7 +109,8 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
         schema = (schema or None) if dot else None
     else:
         raise TypeError(
-            f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}")
+            f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}"
+        )
     check_optional_text("table name", name)
     return check_optional_text("schema name", schema), name
 
@@ -146,7 +147,14 @@ def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
 
 
 def _version_columns(d: TableDefinition) -> tuple[str, ...]:
-    return (*d.key_columns, *d.value_columns, "version_id", "valid_period", "known_period", "carried_from")
+    return (
+        *d.key_columns,
+        *d.value_columns,
+        "version_id",
+        "valid_period",
+        "known_period",
+        "carried_from",
+    )
 
 
 class ApplicationTables:
@@ -165,8 +173,9 @@ class ApplicationTables:
             return cached
         with self._reading() as conn:
             found = conn.execute(
-                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL THEN format('%%I', %(name)s::text)"
-                "                        ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
+                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
+                " THEN format('%%I', %(name)s::text)"
+                " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
                 {"schema": schema, "name": name},
             ).fetchone()
             if found is None or found[0] is None:
@@ -193,12 +202,15 @@ class ApplicationTables:
             )
         missing_key = [c for c in d.key_columns if row.get(c) is None]
         if missing_key:
-            raise InvalidKeyError(f"key column {', '.join(missing_key)} of {d.schema}.{d.name} is missing or None")
+            raise InvalidKeyError(
+                f"key column {', '.join(missing_key)} of {d.schema}.{d.name} is missing or None"
+            )
         missing = [c for c in allowed if c not in row]
         if missing:
             raise InvalidValueError(
                 f"the row for {d.schema}.{d.name} lacks {', '.join(missing)}",
-                hint="a record is the whole row for its valid period: give every column (None for NULL)",
+                hint="a record is the whole row for its valid period: "
+                "give every column (None for NULL)",
             )
 
     def _named_args(self, columns: Iterable[str]) -> sql.Composable:
@@ -226,9 +238,16 @@ class ApplicationTables:
             "SELECT w.version_id, w.created, w.superseded, w.known_at"
             "  FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
             "       {function}({args}, valid_from => %s, valid_to => %s, known_at => %s) AS w"
-        ).format(row_type=d.row_type, function=d.function("record"),
-                 args=self._named_args((*d.key_columns, *d.value_columns)))
-        params = (_row_json(row), *period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"))
+        ).format(
+            row_type=d.row_type,
+            function=d.function("record"),
+            args=self._named_args((*d.key_columns, *d.value_columns)),
+        )
+        params = (
+            _row_json(row),
+            *period_bounds(valid_from, valid_to),
+            to_optional_instant(known_at, name="known_at"),
+        )
         with self._atomic() as conn, cursor(conn) as cur:
             result = cur.execute(query, params).fetchone()
         assert result is not None
@@ -243,14 +262,23 @@ class ApplicationTables:
         valid_to: Instant | None = None,
         known_at: Instant | None = None,
     ) -> tuple[int, ...]:
-        """Sequenced delete of ``key`` over ``[valid_from, valid_to)``; returns the ended versions."""
+        """Sequenced delete of ``key`` over ``[valid_from, valid_to)``; returns the ended
+        versions."""
         d = self.definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
             "SELECT {function}({args}, valid_from => %s, valid_to => %s, known_at => %s)"
             "  FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
-        ).format(row_type=d.row_type, function=d.function("retract"), args=self._named_args(d.key_columns))
-        params = (*period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"), _row_json(key))
+        ).format(
+            row_type=d.row_type,
+            function=d.function("retract"),
+            args=self._named_args(d.key_columns),
+        )
+        params = (
+            *period_bounds(valid_from, valid_to),
+            to_optional_instant(known_at, name="known_at"),
+            _row_json(key),
+        )
         with self._atomic() as conn:
             result = conn.execute(query, params).fetchone()
         assert result is not None
@@ -270,20 +298,30 @@ class ApplicationTables:
         if key is not None:
             self._check_columns(d, key, key_only=True)
         columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
-        instants = (to_optional_instant(valid_at, name="valid_at"), to_optional_instant(known_at, name="known_at"))
+        instants = (
+            to_optional_instant(valid_at, name="valid_at"),
+            to_optional_instant(known_at, name="known_at"),
+        )
         if key is None:
-            query = sql.SQL("SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id").format(
-                columns=columns, function=d.function("as_of"))
+            query = sql.SQL(
+                "SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id"
+            ).format(columns=columns, function=d.function("as_of"))
             params: tuple[Any, ...] = instants
         else:
             # The key's condition sits next to the inlined as_of function: the
             # planner answers both from the table's GiST index.
             query = sql.SQL(
-                "SELECT {columns} FROM {function}(%s, %s) AS v, jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
+                "SELECT {columns} FROM {function}(%s, %s) AS v,"
+                " jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
                 " WHERE {match} ORDER BY v.version_id"
-            ).format(columns=columns, function=d.function("as_of"), row_type=d.row_type,
-                     match=sql.SQL(" AND ").join(
-                         sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns))
+            ).format(
+                columns=columns,
+                function=d.function("as_of"),
+                row_type=d.row_type,
+                match=sql.SQL(" AND ").join(
+                    sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns
+                ),
+            )
             params = (*instants, _row_json(key))
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, params)]
@@ -294,9 +332,14 @@ class ApplicationTables:
         d = self.definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
-            "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
-        ).format(columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
-                 row_type=d.row_type, function=d.function("history"), args=self._named_args(d.key_columns))
+            "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
+            " {function}({args}) AS v"
+        ).format(
+            columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
+            row_type=d.row_type,
+            function=d.function("history"),
+            args=self._named_args(d.key_columns),
+        )
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             return [_version(d, r) for r in cur.execute(query, (_row_json(key),))]
 
@@ -308,6 +351,12 @@ class ApplicationTables:
         query = sql.SQL(
             "SELECT change, changed_at, version_id, by_version_ids FROM {function}(%s, %s)"
         ).format(function=d.function("changes"))
-        params = (to_optional_instant(known_from, name="known_from"), to_optional_instant(known_to, name="known_to"))
+        params = (
+            to_optional_instant(known_from, name="known_from"),
+            to_optional_instant(known_to, name="known_to"),
+        )
         with self._reading() as conn, cursor(conn) as cur:
-            return [TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3])) for r in cur.execute(query, params)]
+            return [
+                TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3]))
+                for r in cur.execute(query, params)
+            ]

@@ -63,7 +63,11 @@ def fetch(
             args,
         )
         return [
-            Change(ChangeKind(row["change"]), row["changed_at"], Version.from_row(row),
-                   tuple(row["by_version_ids"]))
+            Change(
+                ChangeKind(row["change"]),
+                row["changed_at"],
+                Version.from_row(row),
+                tuple(row["by_version_ids"]),
+            )
             for row in cur
         ]

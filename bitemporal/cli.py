@@ -59,8 +59,9 @@ def parse_value(text: str) -> Any:
             f"value {shown(text)} is not JSON", hint="quote text as JSON: '\"text\"'"
         ) from exc
     except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
-        raise InvalidValueError(f"value {shown(text)} cannot be read: {exc or 'nested too deeply'}"
-                                ) from exc
+        raise InvalidValueError(
+            f"value {shown(text)} cannot be read: {exc or 'nested too deeply'}"
+        ) from exc
 
 
 def _instant_arg(text: str) -> Instant:
@@ -84,8 +85,11 @@ def _url(args: argparse.Namespace) -> str:
     given = getattr(args, "url", None)
     if given or any(os.environ.get(name) for name in database.URL_VARIABLES):
         return database.database_url(given)
-    print(f"bitemporal: note: no --url, {' or '.join(database.URL_VARIABLES)}: using the "
-          f"embedded PostgreSQL 18 in {database.embedded_data_dir()}", file=sys.stderr)
+    print(
+        f"bitemporal: note: no --url, {' or '.join(database.URL_VARIABLES)}: using the "
+        f"embedded PostgreSQL 18 in {database.embedded_data_dir()}",
+        file=sys.stderr,
+    )
     return database.embedded_url()
 
 
@@ -141,7 +145,9 @@ def answer_json(answer: Answer) -> dict[str, Any]:
 
 def _db(args: argparse.Namespace) -> int:
     if args.db_command == "sql":  # offline: no database
-        sys.stdout.write(migrations.sql_script(args.revision, start=args.start, partitions=args.partitions))
+        sys.stdout.write(
+            migrations.sql_script(args.revision, start=args.start, partitions=args.partitions)
+        )
         return 0
     url = _url(args)
     try:
@@ -159,8 +165,12 @@ def _db(args: argparse.Namespace) -> int:
 def _record(args: argparse.Namespace) -> int:
     with _open(args) as store:
         result = store.facts.record(
-            Key(args.entity, args.attribute), parse_value(args.value), source=args.source,
-            valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
+            Key(args.entity, args.attribute),
+            parse_value(args.value),
+            source=args.source,
+            valid_from=args.valid_from,
+            valid_to=args.valid_to,
+            known_at=args.known_at,
             recorded_by=args.recorded_by,
         )
     if result.created:
@@ -174,8 +184,11 @@ def _record(args: argparse.Namespace) -> int:
 def _retract(args: argparse.Namespace) -> int:
     with _open(args) as store:
         ended = store.facts.retract(
-            Key(args.entity, args.attribute), source=args.source,
-            valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
+            Key(args.entity, args.attribute),
+            source=args.source,
+            valid_from=args.valid_from,
+            valid_to=args.valid_to,
+            known_at=args.known_at,
         )
     print(f"retracted: versions {', '.join(map(str, ended))}" if ended else "nothing to retract")
     return 0
@@ -184,14 +197,19 @@ def _retract(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace) -> int:
     with _open(args) as store:
         answer = store.facts.resolve(
-            Key(args.entity, args.attribute), valid_at=args.valid_at, known_at=args.known_at,
+            Key(args.entity, args.attribute),
+            valid_at=args.valid_at,
+            known_at=args.known_at,
             now=args.now,
         )
     if args.json:
         print(dumps(answer_json(answer), indent=2))
         return 0
-    value = dumps(answer.value) if answer.value is not None else (
-        " | ".join(map(dumps, answer.values)) or "-")
+    value = (
+        dumps(answer.value)
+        if answer.value is not None
+        else (" | ".join(map(dumps, answer.values)) or "-")
+    )
     print(
         f"{answer.key}: {value}\n"
         f"status: {answer.status.value}; interpretation: {answer.interpretation.value}\n"
@@ -227,7 +245,10 @@ def _import(args: argparse.Namespace) -> int:
     with _open(args) as store:
         try:
             report = import_file(
-                store.facts, args.file, fmt=args.format, batch_size=args.batch_size,
+                store.facts,
+                args.file,
+                fmt=args.format,
+                batch_size=args.batch_size,
                 max_errors=args.max_errors,
                 progress=None if args.quiet else Progress(sys.stderr).update,
             )
@@ -236,9 +257,11 @@ def _import(args: argparse.Namespace) -> int:
             print_problems(exc)
             return 1
     batches = "batch" if report.batches == 1 else "batches"
-    print(f"imported {report.rows:,} rows from {args.file}: {report.created:,} created, "
-          f"{report.unchanged:,} unchanged (already known), in {report.batches:,} {batches} "
-          f"(one transaction each), {report.seconds:.1f} s")
+    print(
+        f"imported {report.rows:,} rows from {args.file}: {report.created:,} created, "
+        f"{report.unchanged:,} unchanged (already known), in {report.batches:,} {batches} "
+        f"(one transaction each), {report.seconds:.1f} s"
+    )
     return 0
 
 
@@ -252,38 +275,51 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("bitemporal").strip()
-        self.exit(2, f"bitemporal: error: {where + ': ' if where else ''}{message} "
-                     f"(see '{self.prog} --help')\n")
+        self.exit(
+            2,
+            f"bitemporal: error: {where + ': ' if where else ''}{message} "
+            f"(see '{self.prog} --help')\n",
+        )
 
 
 def parser() -> argparse.ArgumentParser:
     # The global options, accepted before or after the (sub)command: every parser has them,
     # and SUPPRESS keeps a subcommand that was not given them from resetting the top's.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=argparse.SUPPRESS,
-                        help="database URL (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, "
-                             "else an embedded PostgreSQL 18, with a note on stderr)")
+    common.add_argument(
+        "--url",
+        default=argparse.SUPPRESS,
+        help="database URL (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, "
+        "else an embedded PostgreSQL 18, with a note on stderr)",
+    )
     top = _Parser(prog="bitemporal", description=__doc__.split("\n")[0], parents=[common])
     top.add_argument("--version", action="version", version=f"bitemporal {version('bitemporal')}")
     commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def command(parent: Any, name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = parent.add_parser(
-            name, help=help, description=kwargs.pop("description", help), parents=[common], **kwargs)
+            name, help=help, description=kwargs.pop("description", help), parents=[common], **kwargs
+        )
         return sub
 
     db = command(commands, "db", "migrate the database schema")
     db_commands = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
-    partitions_help = ("hash-partition the version table by entity into N partitions "
-                       "(applied by migration 0008; see docs/operations.md, Partitioned layout)")
+    partitions_help = (
+        "hash-partition the version table by entity into N partitions "
+        "(applied by migration 0008; see docs/operations.md, Partitioned layout)"
+    )
     upgrade = command(db_commands, "upgrade", "upgrade to a revision (default head)")
     upgrade.add_argument("revision", nargs="?", default="head")
     upgrade.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
-    downgrade = command(db_commands, "downgrade",
-                        "downgrade to a revision (base: drop the schema's objects)")
+    downgrade = command(
+        db_commands, "downgrade", "downgrade to a revision (base: drop the schema's objects)"
+    )
     downgrade.add_argument("revision", help="the revision to go down to, e.g. 0007, -1 or base")
-    downgrade.add_argument("--force", action="store_true",
-                           help="drop tables that hold data (history is lost); refused without it")
+    downgrade.add_argument(
+        "--force",
+        action="store_true",
+        help="drop tables that hold data (history is lost); refused without it",
+    )
     command(db_commands, "current", "print the current revision")
     sql = command(db_commands, "sql", "print the upgrade SQL for review (offline)")
     sql.add_argument("revision", nargs="?", default="head")
@@ -329,22 +365,30 @@ def parser() -> argparse.ArgumentParser:
     plot.set_defaults(handler=_plot)
 
     ingest = command(
-        commands, "import", "bulk-record the rows of a CSV or JSON Lines file (record_many)",
+        commands,
+        "import",
+        "bulk-record the rows of a CSV or JSON Lines file (record_many)",
         description="Each row is recorded as by 'bitemporal record' (fields entity, attribute, "
-                    "source, value, valid_from, valid_to, known_at, recorded_by; CSV: a header "
-                    "naming them, value as JSON text; JSON Lines: one object per line). Rows go "
-                    "in batches, each batch one transaction: a batch with a bad row writes "
-                    "nothing, the import stops there, and the batches before it stay imported. "
-                    "Importing rows already recorded writes nothing new.")
+        "source, value, valid_from, valid_to, known_at, recorded_by; CSV: a header "
+        "naming them, value as JSON text; JSON Lines: one object per line). Rows go "
+        "in batches, each batch one transaction: a batch with a bad row writes "
+        "nothing, the import stops there, and the batches before it stay imported. "
+        "Importing rows already recorded writes nothing new.",
+    )
     ingest.add_argument("file")
     ingest.add_argument("--format", choices=["csv", "jsonl"], help="default: from the file name")
-    ingest.add_argument("--batch-size", type=_count_arg, default=10_000, help="rows per batch (default 10000)")
-    ingest.add_argument("--max-errors", type=_count_arg, default=100, help="bad rows to list (default 100)")
+    ingest.add_argument(
+        "--batch-size", type=_count_arg, default=10_000, help="rows per batch (default 10000)"
+    )
+    ingest.add_argument(
+        "--max-errors", type=_count_arg, default=100, help="bad rows to list (default 100)"
+    )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     ingest.set_defaults(handler=_import)
 
     command(commands, "demo", "replay the worked example in a scratch database").set_defaults(
-        handler=_demo)
+        handler=_demo
+    )
     return top
 
 

@@ -75,7 +75,9 @@ def _clients(data_dir: Path) -> Iterator[set[Client]]:
         fcntl.flock(file, fcntl.LOCK_EX)  # released when the file closes
         file.seek(0)
         try:
-            listed = {(int(pid), float(started)) for pid, started in json.loads(file.read() or "[]")}
+            listed = {
+                (int(pid), float(started)) for pid, started in json.loads(file.read() or "[]")
+            }
         except (ValueError, TypeError):
             listed = set()  # unreadable: only live processes matter, and they re-register
         live = {entry for entry in listed if _still_running(entry)}
@@ -167,7 +169,8 @@ def sqlalchemy_url(url: str) -> str:
 
 @contextmanager
 def scratch_database(url: str, prefix: str = "bitemporal_scratch") -> Iterator[str]:
-    """A new, empty database on the server of ``url`` (for the demo and benchmarks), dropped afterwards."""
+    """A new, empty database on the server of ``url`` (for the demo and benchmarks), dropped
+    afterwards."""
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     admin = psycopg_url(url)
     with psycopg.connect(admin, autocommit=True) as conn:

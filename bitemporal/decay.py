@@ -306,7 +306,9 @@ class Memory:
     savepoint inside the caller's transaction).
     """
 
-    def __init__(self, namespace: str, policy: Policy, atomic: Connector, reading: Connector) -> None:
+    def __init__(
+        self, namespace: str, policy: Policy, atomic: Connector, reading: Connector
+    ) -> None:
         self.namespace = _check_name("namespace", namespace)
         self.policy: Policy = _check_policy(policy)
         self._atomic = atomic
@@ -410,7 +412,8 @@ class Memory:
         return int(self._scalar("SELECT bitemporal.memory_working_set_size(%s)", self.namespace))
 
     def retention(self, item_id: str) -> float:
-        """Retention at the current turn (0.0 once evicted); UnknownItemError if never registered."""
+        """Retention at the current turn (0.0 once evicted); UnknownItemError if never
+        registered."""
         _check_name("item id", item_id)
         return float(
             self._scalar("SELECT bitemporal.memory_retention(%s, %s)", self.namespace, item_id)
@@ -452,9 +455,16 @@ class _Entry:
 
     def snapshot(self) -> MemoryItem:
         return MemoryItem(
-            self.item_id, self.key, self.pinned, self.present, self.stability,
-            self.recall_count, self.registered_turn, self.last_touched_turn,
-            self.evicted_turn, self.crossing_turn,
+            self.item_id,
+            self.key,
+            self.pinned,
+            self.present,
+            self.stability,
+            self.recall_count,
+            self.registered_turn,
+            self.last_touched_turn,
+            self.evicted_turn,
+            self.crossing_turn,
         )
 
 
@@ -492,7 +502,15 @@ class InMemoryMemory:
         s = self.policy.initial_stability(stability)
         turn = self._turn
         entry = _Entry(
-            item_id, key, pinned, True, s, 1, turn, turn, None,
+            item_id,
+            key,
+            pinned,
+            True,
+            s,
+            1,
+            turn,
+            turn,
+            None,
             None if pinned else self.policy.crossing(turn, s),
         )
         self._items.pop(item_id, None)
@@ -502,7 +520,8 @@ class InMemoryMemory:
     def register_many(
         self, item_ids: Iterable[str], *, pinned: bool = False, stability: float | None = None
     ) -> int:
-        """Register several items, as :meth:`register` would in order (see :meth:`Memory.register_many`)."""
+        """Register several items, as :meth:`register` would in order (see
+        :meth:`Memory.register_many`)."""
         ids = _check_many(item_ids)
         _check_register(None, pinned)
         self.policy.initial_stability(stability)
@@ -569,7 +588,8 @@ class InMemoryMemory:
         return sum(1 for e in self._items.values() if e.present)
 
     def retention(self, item_id: str) -> float:
-        """Retention at the current turn (0.0 once evicted); UnknownItemError if never registered."""
+        """Retention at the current turn (0.0 once evicted); UnknownItemError if never
+        registered."""
         entry = self._entry(item_id)
         if not entry.present:
             return 0.0
@@ -587,7 +607,9 @@ class InMemoryMemory:
         _check_name("item id", item_id)
         entry = self._items.get(item_id)
         if entry is None:
-            raise UnknownItemError(f"unknown item {item_id!r} in memory namespace {self.namespace!r}")
+            raise UnknownItemError(
+                f"unknown item {item_id!r} in memory namespace {self.namespace!r}"
+            )
         return entry
 
 

@@ -93,7 +93,6 @@ class EvidenceRecorded:
     evidence_id: int
 
 
-
 _HIT_QUERY = (
     "SELECT rank, score, version_id, entity, attribute, source, value, valid_period, "
     "known_period, recorded_by, carried_from, evidence_id, passage, document FROM "
@@ -118,7 +117,9 @@ def _embedding(embedding: Sequence[float]) -> list[float]:
     return numbers
 
 
-def _check_passage(passage: object, document: object, language: object, recorded_by: object) -> None:
+def _check_passage(
+    passage: object, document: object, language: object, recorded_by: object
+) -> None:
     if not isinstance(passage, str) or not passage.strip():
         raise InvalidEvidenceError("a passage must be non-blank text")
     for what, text in (("passage", passage), ("document", document), ("language", language)):
@@ -192,10 +193,18 @@ class Evidence:
                 "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
                 "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
                 (
-                    passage, document, language, vector, recorded_by,
-                    key.entity, key.attribute, source, json_text(value),
+                    passage,
+                    document,
+                    language,
+                    vector,
+                    recorded_by,
+                    key.entity,
+                    key.attribute,
+                    source,
+                    json_text(value),
                     *period_bounds(valid_from, valid_to),
-                    to_optional_instant(known_at, name="known_at"), recorded_by,
+                    to_optional_instant(known_at, name="known_at"),
+                    recorded_by,
                 ),
             ).fetchone()
         assert row is not None
@@ -205,7 +214,8 @@ class Evidence:
         """The passages that support a version: its own and its original's (for a remainder)."""
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
-                "SELECT e.evidence_id, e.version_id, e.passage, e.document, e.language::text AS language "
+                "SELECT e.evidence_id, e.version_id, e.passage, e.document, "
+                "e.language::text AS language "
                 "FROM bitemporal.fact_version v JOIN bitemporal.evidence e "
                 "ON e.version_id IN (v.version_id, v.carried_from) "
                 "WHERE v.version_id = %s ORDER BY e.evidence_id",
@@ -290,8 +300,12 @@ class Evidence:
         filtered afterwards. Needs pgvector and :meth:`enable_vector`."""
         return self._hits(
             "bitemporal.nearest_evidence(%s::real[], %s, %s, %s, %s, %s)",
-            (_embedding(embedding), *self._question(valid_at, known_at), _limit(limit),
-             *_key_args(key)),
+            (
+                _embedding(embedding),
+                *self._question(valid_at, known_at),
+                _limit(limit),
+                *_key_args(key),
+            ),
         )
 
     # pgvector.
@@ -302,7 +316,8 @@ class Evidence:
             # The catalog, as bitemporal_internal.vector_available() reads it
             # (internal functions are not the API).
             row = conn.execute(
-                "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions WHERE name = 'vector')"
+                "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions "
+                "WHERE name = 'vector')"
             ).fetchone()
         assert row is not None
         return bool(row[0])
@@ -332,15 +347,18 @@ class Evidence:
         """Store (or replace) the embedding of a passage."""
         with self._atomic() as conn:
             conn.execute(
-                "SELECT bitemporal.set_embedding(%s, %s::real[])", (evidence_id, _embedding(embedding))
+                "SELECT bitemporal.set_embedding(%s, %s::real[])",
+                (evidence_id, _embedding(embedding)),
             )
 
     # Internals.
 
     @staticmethod
     def _question(valid_at: Instant | None, known_at: Instant | None) -> tuple[Any, Any]:
-        return (to_optional_instant(valid_at, name="valid_at"),
-                to_optional_instant(known_at, name="known_at"))
+        return (
+            to_optional_instant(valid_at, name="valid_at"),
+            to_optional_instant(known_at, name="known_at"),
+        )
 
     def _hits(self, call: str, args: tuple[Any, ...]) -> list[Hit]:
         with self._reading() as conn, cursor(conn, dict_row) as cur:

@@ -144,9 +144,7 @@ class Facts:
             to_optional_instant(known_at, name="known_at"),
         )
         with self._atomic() as conn:
-            row = conn.execute(
-                "SELECT bitemporal.retract(%s, %s, %s, %s, %s, %s)", args
-            ).fetchone()
+            row = conn.execute("SELECT bitemporal.retract(%s, %s, %s, %s, %s, %s)", args).fetchone()
         assert row is not None
         return tuple(row[0])
 
@@ -161,9 +159,7 @@ class Facts:
             to_optional_instant(known_at, name="known_at"),
         )
         with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.as_of(%s, %s, %s, %s)", args
-            )
+            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.as_of(%s, %s, %s, %s)", args)
             return [Version.from_row(row) for row in cur]
 
     def resolve(
@@ -231,7 +227,10 @@ class Facts:
         """The version with this id (None if there is none): what an
         :class:`~bitemporal.Invalidation` names."""
         with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.versions WHERE version_id = %s", (version_id,))
+            cur.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.versions WHERE version_id = %s",
+                (version_id,),
+            )
             row = cur.fetchone()
             return None if row is None else Version.from_row(row)
 
@@ -241,7 +240,8 @@ class Facts:
             cur.execute(
                 f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
                 "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
-                "JOIN bitemporal.fact_version w ON w.version_id = h.version_id AND w.entity = h.entity "
+                "JOIN bitemporal.fact_version w "
+                "ON w.version_id = h.version_id AND w.entity = h.entity "
                 "ORDER BY h.version_id",
                 (key.entity, key.attribute),
             )
@@ -273,6 +273,3 @@ class Facts:
         ``[known_from, known_to)`` (None: unbounded), for every key or one; see
         :mod:`bitemporal.changes`."""
         return changes.fetch(self._reading, known_from, known_to, key=key)
-
-
-

@@ -80,12 +80,18 @@ class PeriodType(TypeDecorator[Period]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         return value.to_sqlalchemy_range() if isinstance(value, Period) else value
 
-    def process_result_value(self, value: Range[datetime] | None, dialect: Dialect) -> Period | None:
+    def process_result_value(
+        self, value: Range[datetime] | None, dialect: Dialect
+    ) -> Period | None:
         return None if value is None else Period.from_range(value)
 
     def coerce_compared_value(self, op: Any, value: Any) -> Any:
         # An instant compared with the range (``contains(t)``) binds as an instant.
-        return self if isinstance(value, Period | Range) else self.impl_instance.coerce_compared_value(op, value)
+        return (
+            self
+            if isinstance(value, Period | Range)
+            else self.impl_instance.coerce_compared_value(op, value)
+        )
 
 
 class Bitemporal:
@@ -100,9 +106,14 @@ class Bitemporal:
     version_id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
     # The comments are those enable_table gives the columns, so autogenerate agrees.
     valid_period: Mapped[Period] = mapped_column(
-        PeriodType, comment="When the row applies in the world: [start, end), unbounded end = end not known.")
+        PeriodType,
+        comment="When the row applies in the world: [start, end), unbounded end = end not known.",
+    )
     known_period: Mapped[Period] = mapped_column(
-        PeriodType, comment="When the table held this version: [recorded, superseded), unbounded end = still held.")
+        PeriodType,
+        comment="When the table held this version: [recorded, superseded), "
+        "unbounded end = still held.",
+    )
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: Mapped[int | None] = mapped_column(BigInteger)
 
@@ -126,7 +137,9 @@ def eligible(
     )
 
 
-def as_of(model: type[T], valid_at: Instant | None = None, known_at: Instant | None = None) -> Select[T]:
+def as_of(
+    model: type[T], valid_at: Instant | None = None, known_at: Instant | None = None
+) -> Select[T]:
     """``select(model)`` of the versions eligible at ``(valid_at, known_at)`` (None = now).
 
     Add the key's condition with ``.where()``: together they are answered by the
@@ -136,11 +149,18 @@ def as_of(model: type[T], valid_at: Instant | None = None, known_at: Instant | N
 
 
 def history(model: type[T], **key: Any) -> Select[T]:
-    """``select(model)`` of every version of a key, superseded ones included, ORDER BY version_id."""
+    """``select(model)`` of every version of a key, superseded ones included, ORDER BY
+    version_id."""
     names = model.__bitemporal_key__
     if set(key) != set(names):
-        raise InvalidKeyError(f"{model.__name__}'s key is ({', '.join(names)}), not ({', '.join(key)})")
-    return select(model).where(*(getattr(model, c) == v for c, v in key.items())).order_by(model.version_id)
+        raise InvalidKeyError(
+            f"{model.__name__}'s key is ({', '.join(names)}), not ({', '.join(key)})"
+        )
+    return (
+        select(model)
+        .where(*(getattr(model, c) == v for c, v in key.items()))
+        .order_by(model.version_id)
+    )
 
 
 def current_only(
@@ -171,8 +191,9 @@ def _translated() -> Iterator[None]:
             raise error_for(exc.orig) from exc
         raise DatabaseError(f"the session's statement failed: {exc}") from exc
     except sqlalchemy.exc.SQLAlchemyError as exc:
-        raise DatabaseError(f"the session failed: {exc}",
-                            hint="roll the session back before using it again") from exc
+        raise DatabaseError(
+            f"the session failed: {exc}", hint="roll the session back before using it again"
+        ) from exc
 
 
 def _client_default(session: Session, default: DefaultGenerator) -> Any:
@@ -247,7 +268,8 @@ def retract(
     with _translated():
         session.flush()
         return Store(session).app_tables.retract(
-            model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+            model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at
+        )
 
 
 # The ORM's own UPDATE and DELETE would rewrite history: the table's triggers refuse them
@@ -261,13 +283,17 @@ def _rewrite_refused(obj: Bitemporal, deleted: bool) -> AppendOnlyError:
     version = "" if identity is None else f" version {identity[0]}"
     if deleted:
         return AppendOnlyError(
-            f"{cls}{version} is marked for deletion in the session, and an ORM DELETE would erase history",
+            f"{cls}{version} is marked for deletion in the session, "
+            "and an ORM DELETE would erase history",
             hint=f"end it with bitemporal.orm.retract(session, {cls}, {{key}}, valid_from=...); "
-                 "session.rollback() or session.expunge(obj) discards the deletion")
+            "session.rollback() or session.expunge(obj) discards the deletion",
+        )
     return AppendOnlyError(
         f"{cls}{version} was modified in the session, and an ORM UPDATE would rewrite history",
-        hint=f"record the new values as a new version with bitemporal.orm.record(session, {cls}(...), "
-             "valid_from=...); session.rollback() or session.expire(obj) discards the change")
+        hint="record the new values as a new version with "
+        f"bitemporal.orm.record(session, {cls}(...), "
+        "valid_from=...); session.rollback() or session.expire(obj) discards the change",
+    )
 
 
 @event.listens_for(Session, "before_flush")
@@ -283,8 +309,13 @@ def _refuse_flushed_rewrites(session: Session, flush_context: Any, instances: An
 @event.listens_for(Session, "do_orm_execute")
 def _refuse_bulk_rewrites(state: ORMExecuteState) -> None:
     mapper = state.bind_mapper
-    if (state.is_update or state.is_delete) and mapper is not None and issubclass(mapper.class_, Bitemporal):
+    if (
+        (state.is_update or state.is_delete)
+        and mapper is not None
+        and issubclass(mapper.class_, Bitemporal)
+    ):
         verb, call = ("UPDATE", "record") if state.is_update else ("DELETE", "retract")
         raise AppendOnlyError(
             f"an ORM {verb} of {mapper.class_.__name__} would rewrite history",
-            hint=f"write versions with bitemporal.orm.{call}(session, ...)")
+            hint=f"write versions with bitemporal.orm.{call}(session, ...)",
+        )

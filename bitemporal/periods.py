@@ -38,9 +38,7 @@ def to_instant(value: Instant, *, name: str = "time") -> datetime:
         return value
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    raise InvalidTimeError(
-        f"{name} must be a datetime or a date, not {type(value).__name__}"
-    )
+    raise InvalidTimeError(f"{name} must be a datetime or a date, not {type(value).__name__}")
 
 
 def to_optional_instant(value: Instant | None, *, name: str = "time") -> datetime | None:
@@ -105,17 +103,23 @@ class Period:
         other than ``[)`` on a bounded side, is no half-open period: InvalidPeriodError."""
         empty = value.empty if isinstance(value, SqlalchemyRange) else value.isempty
         if empty:
-            raise InvalidPeriodError("an empty range is not a period",
-                                     hint="a period is half-open [start, end) with end later than start")
+            raise InvalidPeriodError(
+                "an empty range is not a period",
+                hint="a period is half-open [start, end) with end later than start",
+            )
         lower_inc = value.bounds[0] == "["
         upper_inc = value.bounds[1] == "]"
         if (value.lower is not None and not lower_inc) or (value.upper is not None and upper_inc):
-            raise InvalidPeriodError(f"range {value} is not half-open",
-                                     hint="a period includes its start and excludes its end: [start, end)")
+            raise InvalidPeriodError(
+                f"range {value} is not half-open",
+                hint="a period includes its start and excludes its end: [start, end)",
+            )
         start = to_optional_instant(value.lower, name="range lower bound")
         end = to_optional_instant(value.upper, name="range upper bound")
-        return cls(None if start is None else start.astimezone(UTC),
-                   _open_end(None if end is None else end.astimezone(UTC)))
+        return cls(
+            None if start is None else start.astimezone(UTC),
+            _open_end(None if end is None else end.astimezone(UTC)),
+        )
 
     def to_range(self) -> Range[datetime]:
         """The period as psycopg's ``Range`` (a ``TimestamptzRange``, so that an open

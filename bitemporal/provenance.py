@@ -20,7 +20,8 @@ only (the version, the change, the knowledge time, the superseding versions:
 any role that may connect may listen, so it names no fact);
 :meth:`Invalidation.from_payload` parses it, :meth:`~bitemporal.Facts.version`
 turns the id into its key for a role that may read, and
-:meth:`Provenance.dependents` lists the artifacts to rebuild. The SQL side is ``sql/provenance.v1.sql``.
+:meth:`Provenance.dependents` lists the artifacts to rebuild. The SQL side is
+``sql/provenance.v1.sql``.
 """
 
 from __future__ import annotations
@@ -149,7 +150,9 @@ def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:
         elif isinstance(item, int) and not isinstance(item, bool):
             ids.append(item)
         else:
-            raise InvalidArtifactError(f"{what} must be ids (or Version / Artifact objects), not {item!r}")
+            raise InvalidArtifactError(
+                f"{what} must be ids (or Version / Artifact objects), not {item!r}"
+            )
     return ids
 
 
@@ -167,9 +170,14 @@ _ARTIFACT_QUERY = (
 
 def _artifact(row: dict[str, Any]) -> Artifact:
     return Artifact(
-        artifact_id=row["artifact_id"], kind=row["kind"], ref=row["ref"],
-        derived_at=row["derived_at"], retired_at=row["retired_at"], detail=row["detail"],
-        recorded_by=row["recorded_by"], versions=tuple(row["versions"]),
+        artifact_id=row["artifact_id"],
+        kind=row["kind"],
+        ref=row["ref"],
+        derived_at=row["derived_at"],
+        retired_at=row["retired_at"],
+        detail=row["detail"],
+        recorded_by=row["recorded_by"],
+        versions=tuple(row["versions"]),
         artifacts=tuple(row["artifacts"]),
     )
 
@@ -208,15 +216,29 @@ class Provenance:
         # Built from the call alone: a writer role may run the function but not read the tables.
         with self._atomic() as conn, cursor(conn) as cur:
             row = cur.execute(
-                "SELECT bitemporal.record_artifact(%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
+                "SELECT bitemporal.record_artifact("
+                "%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
                 "coalesce(%s::timestamptz, now())",
-                (kind, ref, version_ids, artifact_ids, None if detail is None else Jsonb(detail, dumps=dumps),
-                 at, recorded_by, at),
+                (
+                    kind,
+                    ref,
+                    version_ids,
+                    artifact_ids,
+                    None if detail is None else Jsonb(detail, dumps=dumps),
+                    at,
+                    recorded_by,
+                    at,
+                ),
             ).fetchone()
         assert row is not None
         return Artifact(
-            artifact_id=row[0], kind=kind, ref=ref, derived_at=row[1], detail=detail,
-            recorded_by=recorded_by, versions=tuple(sorted(set(version_ids))),
+            artifact_id=row[0],
+            kind=kind,
+            ref=ref,
+            derived_at=row[1],
+            detail=detail,
+            recorded_by=recorded_by,
+            versions=tuple(sorted(set(version_ids))),
             artifacts=tuple(sorted(set(artifact_ids))),
         )
 
@@ -240,7 +262,8 @@ class Provenance:
         """The invalidation list at ``known_at`` (default: now), by artifact id."""
         with self._reading() as conn, cursor(conn, dict_row) as cur:
             cur.execute(
-                "SELECT * FROM bitemporal.stale(%s)", (to_optional_instant(known_at, name="known_at"),)
+                "SELECT * FROM bitemporal.stale(%s)",
+                (to_optional_instant(known_at, name="known_at"),),
             )
             rows = cur.fetchall()
         stale: dict[int, StaleArtifact] = {}
@@ -259,7 +282,10 @@ class Provenance:
             )
             entry = stale.get(row["artifact_id"])
             stale[row["artifact_id"]] = StaleArtifact(
-                row["artifact_id"], row["kind"], row["ref"], row["derived_at"],
+                row["artifact_id"],
+                row["kind"],
+                row["ref"],
+                row["derived_at"],
                 (*(entry.reasons if entry else ()), reason),
             )
         return list(stale.values())

@@ -35,7 +35,16 @@ from .model import Connector, Key, Recorded, check_key_part, json_text
 from .periods import Instant, Period, to_optional_instant
 
 #: The fields of a row, in the order of the CSV header ``bitemporal import`` expects.
-FIELDS = ("entity", "attribute", "source", "value", "valid_from", "valid_to", "known_at", "recorded_by")
+FIELDS = (
+    "entity",
+    "attribute",
+    "source",
+    "value",
+    "valid_from",
+    "valid_to",
+    "known_at",
+    "recorded_by",
+)
 _MAPPING_FIELDS = frozenset((*FIELDS, "key"))
 _REQUIRED = ("source", "value")
 
@@ -81,19 +90,23 @@ END
 $$"""
 _COPY = (
     "COPY pg_temp.bitemporal_batch_v1 "
-    "(line, entity, attribute, source, value, valid_from, valid_to, known_at, recorded_by) FROM STDIN"
+    "(line, entity, attribute, source, value, valid_from, valid_to, known_at, recorded_by) "
+    "FROM STDIN"
 )
 _MERGE = """
 SELECT r.line, r.version_id, r.created, r.superseded, r.known_at
   FROM bitemporal.record_many(
-         (SELECT pg_catalog.array_agg(ROW(b.entity, b.attribute, b.source, b.value, b.valid_from,
-                                          b.valid_to, b.known_at, b.recorded_by)::bitemporal.batch_row
-                                      ORDER BY b.line)
+         (SELECT pg_catalog.array_agg(
+                     ROW(b.entity, b.attribute, b.source, b.value, b.valid_from,
+                         b.valid_to, b.known_at, b.recorded_by)::bitemporal.batch_row
+                     ORDER BY b.line)
             FROM pg_temp.bitemporal_batch_v1 b),
          %s) r
  ORDER BY r.line"""
 
-Staged = tuple[int, str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
+Staged = tuple[
+    int, str, str, str, str, datetime | None, datetime | None, datetime | None, str | None
+]
 
 
 def _has_nul(value: Any) -> bool:
@@ -108,14 +121,23 @@ def _has_nul(value: Any) -> bool:
 
 def _fields(row: RecordRow | Mapping[str, Any]) -> tuple[Any, ...]:
     if isinstance(row, RecordRow):
-        return (row.key.entity, row.key.attribute, row.source, row.value, row.valid_from,
-                row.valid_to, row.known_at, row.recorded_by)
+        return (
+            row.key.entity,
+            row.key.attribute,
+            row.source,
+            row.value,
+            row.valid_from,
+            row.valid_to,
+            row.known_at,
+            row.recorded_by,
+        )
     if not isinstance(row, Mapping):
         raise InvalidInputError(f"a row must be a RecordRow or a mapping, not {type(row).__name__}")
     unknown = row.keys() - _MAPPING_FIELDS
     if unknown:
-        raise InvalidInputError(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}; "
-                                f"expected {', '.join(FIELDS)}")
+        raise InvalidInputError(
+            f"unknown field(s) {', '.join(sorted(map(str, unknown)))}; expected {', '.join(FIELDS)}"
+        )
     missing = [name for name in _REQUIRED if name not in row]
     entity: Any
     attribute: Any
@@ -131,8 +153,16 @@ def _fields(row: RecordRow | Mapping[str, Any]) -> tuple[Any, ...]:
         entity, attribute = row.get("entity"), row.get("attribute")
     if missing:
         raise InvalidInputError(f"missing field(s) {', '.join(missing)}")
-    return (entity, attribute, row["source"], row["value"], row.get("valid_from"), row.get("valid_to"),
-            row.get("known_at"), row.get("recorded_by"))
+    return (
+        entity,
+        attribute,
+        row["source"],
+        row["value"],
+        row.get("valid_from"),
+        row.get("valid_to"),
+        row.get("known_at"),
+        row.get("recorded_by"),
+    )
 
 
 def stage(line: int, row: RecordRow | Mapping[str, Any]) -> Staged:
@@ -144,13 +174,24 @@ def stage(line: int, row: RecordRow | Mapping[str, Any]) -> Staged:
     check_key_part("source", source)
     text = json_text(value)
     if "\\u0000" in text and _has_nul(value):
-        raise InvalidValueError("value contains a \\u0000 character, which PostgreSQL jsonb cannot store")
+        raise InvalidValueError(
+            "value contains a \\u0000 character, which PostgreSQL jsonb cannot store"
+        )
     start = to_optional_instant(valid_from, name="valid_from")
     end = to_optional_instant(valid_to, name="valid_to")
     if start is not None and end is not None:
         Period(start, end)  # refuses an empty or inverted period
-    return (line, entity, attribute, source, text, start, end,
-            to_optional_instant(known_at, name="known_at"), check_optional_text("recorded_by", recorded_by))
+    return (
+        line,
+        entity,
+        attribute,
+        source,
+        text,
+        start,
+        end,
+        to_optional_instant(known_at, name="known_at"),
+        check_optional_text("recorded_by", recorded_by),
+    )
 
 
 def stage_all(
@@ -173,13 +214,16 @@ def stage_all(
 
 
 def batch_error(errors: list[tuple[int, str | None, str]], total: int) -> BatchError:
-    """A :class:`BatchError` for bad rows found before the database, worded as the SQL function's."""
+    """A :class:`BatchError` for bad rows found before the database, worded as the SQL
+    function's."""
     line, _, reason = errors[0]
     plural = "" if total == 1 else "s"
     return BatchError(
         f"{total} bad row{plural} in the batch, nothing written; line {line}: {reason}",
-        hint="fix or drop the rows listed (line = 1-based position in the batch) and send the batch again",
-        errors=errors, total=total,
+        hint="fix or drop the rows listed (line = 1-based position in the batch) "
+        "and send the batch again",
+        errors=errors,
+        total=total,
     )
 
 
@@ -204,8 +248,10 @@ def record_many(
             cur.execute(_MERGE, (max_errors,))
             results = cur.fetchall()
     assert len(results) == len(staged), "record_many returned one result per row"
-    return [Recorded(version_id, created, tuple(superseded), known_at)
-            for _, version_id, created, superseded, known_at in results]
+    return [
+        Recorded(version_id, created, tuple(superseded), known_at)
+        for _, version_id, created, superseded, known_at in results
+    ]
 
 
 # The rows whose value their source already held over their whole valid period at their
@@ -225,7 +271,9 @@ SELECT r.line
        @> pg_catalog.tstzrange(r.valid_from, r.valid_to)"""
 
 
-def recorded_already(reading: Connector, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
+def recorded_already(
+    reading: Connector, rows: Iterable[RecordRow | Mapping[str, Any]]
+) -> list[bool]:
     """See :meth:`bitemporal.Facts.recorded_already`."""
     staged = stage_all(rows)
     candidates = [row for row in staged if row[7] is not None]

@@ -27,7 +27,11 @@ from bitemporal.migrations import (
 config = context.config
 # `alembic -x partitions=16 upgrade head`: the partitioned layout (migration 0008).
 partitions = partitions_option(context.get_x_argument(as_dictionary=True).get("partitions"))
-_OPTIONS: dict[str, Any] = {"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, PARTITIONS_OPTION: partitions}
+_OPTIONS: dict[str, Any] = {
+    "version_table": VERSION_TABLE,
+    "version_table_schema": SCHEMA,
+    PARTITIONS_OPTION: partitions,
+}
 
 
 def run_offline() -> None:

@@ -226,11 +226,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
-def _server_requirements(request: pytest.FixtureRequest, server_url: str, server_version: int) -> None:
+def _server_requirements(
+    request: pytest.FixtureRequest, server_url: str, server_version: int
+) -> None:
     if request.node.get_closest_marker("vector"):
         with psycopg.connect(server_url) as conn:
             row = conn.execute(
                 "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"
             ).fetchone()
         if not row or not row[0]:
-            pytest.skip(f"needs the pgvector extension, which PostgreSQL {server_version} here lacks")
+            pytest.skip(
+                f"needs the pgvector extension, which PostgreSQL {server_version} here lacks"
+            )

@@ -101,31 +101,38 @@ CATALOG = {
         SELECT p.proname, pg_get_function_identity_arguments(p.oid), md5(pg_get_functiondef(p.oid)),
                obj_description(p.oid, 'pg_proc'), n.nspname, p.proconfig, p.prosecdef,
                pg_get_userbyid(p.proowner),
-               (SELECT array_agg(a::text ORDER BY a::text) FROM unnest(coalesce(p.proacl, acldefault('f', p.proowner))) a)
+               (SELECT array_agg(a::text ORDER BY a::text)
+                  FROM unnest(coalesce(p.proacl, acldefault('f', p.proowner))) a)
           FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
          WHERE n.nspname IN ('bitemporal', 'bitemporal_internal') ORDER BY 1, 2""",
     "schemas": """
         SELECT nspname, pg_get_userbyid(nspowner),
-               (SELECT array_agg(a::text ORDER BY a::text) FROM unnest(coalesce(nspacl, acldefault('n', nspowner))) a),
+               (SELECT array_agg(a::text ORDER BY a::text)
+                  FROM unnest(coalesce(nspacl, acldefault('n', nspowner))) a),
                obj_description(oid, 'pg_namespace')
           FROM pg_namespace WHERE nspname IN ('bitemporal', 'bitemporal_internal') ORDER BY 1""",
     "columns": """
         SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
                pg_get_expr(d.adbin, d.adrelid)
-          FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+          FROM pg_class c
+          JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
           LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
          WHERE c.relnamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
     "constraints": """
         SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)
           FROM pg_constraint WHERE connamespace = 'bitemporal'::regnamespace ORDER BY 1, 2""",
-    "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'bitemporal' ORDER BY 1",
+    "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'bitemporal' "
+    "ORDER BY 1",
     "triggers": """
-        SELECT tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+        SELECT tgname, pg_get_triggerdef(t.oid)
+          FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
          WHERE c.relnamespace = 'bitemporal'::regnamespace AND NOT t.tgisinternal ORDER BY 1""",
     "types": """
         SELECT t.typname, t.typtype, obj_description(t.oid, 'pg_type'),
-               (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid)
-          FROM pg_type t WHERE t.typnamespace = 'bitemporal'::regnamespace AND t.typname NOT LIKE '\\_%'
+               (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder)
+                  FROM pg_enum e WHERE e.enumtypid = t.oid)
+          FROM pg_type t
+         WHERE t.typnamespace = 'bitemporal'::regnamespace AND t.typname NOT LIKE '\\_%'
          ORDER BY 1""",
     "relations": """
         SELECT relname, relkind, obj_description(oid, 'pg_class')

@@ -68,7 +68,10 @@ def valid_periods(draw: st.DrawFn) -> Period:
 def ops(sources: tuple[str, ...], kind: str | None = None) -> st.SearchStrategy[Op]:
     kinds = st.just(kind) if kind else st.sampled_from(("record", "record", "retract"))
     return st.builds(
-        Op, kind=kinds, source=st.sampled_from(sources), value=st.sampled_from(VALUES),
+        Op,
+        kind=kinds,
+        source=st.sampled_from(sources),
+        value=st.sampled_from(VALUES),
         valid=valid_periods(),
     )
 
@@ -85,6 +88,6 @@ def scenarios(draw: st.DrawFn, max_ops: int = 10) -> list[Op]:
 
 def knowledge_times(n: int) -> st.SearchStrategy[list[datetime]]:
     """n strictly increasing knowledge times in the past."""
-    return st.lists(
-        st.integers(0, KNOWN_STEPS), min_size=n, max_size=n, unique=True
-    ).map(lambda steps: [KNOWN_BASE + k * KNOWN_STEP for k in sorted(steps)])
+    return st.lists(st.integers(0, KNOWN_STEPS), min_size=n, max_size=n, unique=True).map(
+        lambda steps: [KNOWN_BASE + k * KNOWN_STEP for k in sorted(steps)]
+    )

@@ -167,7 +167,8 @@ def test_periods_extension(server_url: str, series: tuple[dict[str, Any], str, P
         assert not info["available"] and "not installed" in info["reason"]
         assert "periods extension: unavailable" in out
         pytest.skip(
-            "the periods extension is not installed on this " "server (apt-get install postgresql-15-periods)"
+            "the periods extension is not installed on this "
+            "server (apt-get install postgresql-15-periods)"
         )
     largest = result["sizes"][1]
     assert info["available"] and set(bench.PERIODS_OPERATIONS) <= set(largest["summary"])
@@ -230,11 +231,27 @@ def test_all_adds_ingestion_and_decay_steps(
     assert all(s["postgres_step_s"] > 0 for s in result["decay_steps"])
 
 
-def test_ingestion_benchmark_runs(server_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """`python -m benchmarks facts --ingest`, tiny: every method and workload, and the goals line."""
+def test_ingestion_benchmark_runs(
+    server_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`python -m benchmarks facts --ingest`, tiny: every method and workload, and the goals
+    line."""
     out_json = tmp_path / "ingest.json"
-    code = bench.main(["--url", server_url, "--ingest", "--ingest-rows", "300", "--record-rows", "30",
-                       "--batch-size", "100", "--json", str(out_json)])
+    code = bench.main(
+        [
+            "--url",
+            server_url,
+            "--ingest",
+            "--ingest-rows",
+            "300",
+            "--record-rows",
+            "30",
+            "--batch-size",
+            "100",
+            "--json",
+            str(out_json),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "record_many, batches of 100" in out and "Goals for record_many:" in out
     results = json.loads(out_json.read_text(encoding="utf-8"))["results"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from benchmarks import load
 
 
@@ -12,5 +11,7 @@ def test_short_load_run_keeps_every_invariant(migrated_database_url: str) -> Non
     assert violations == {"overlapping versions": 0, "empty periods": 0, "past answers changed": 0}
     for phase in phases:
         assert phase.writes.errors == {} and phase.reads.errors == {}, phase.name
-        assert len(phase.writes.latencies_ms) > 20 and len(phase.reads.latencies_ms) > 20, phase.name
+        assert len(phase.writes.latencies_ms) > 20 and len(phase.reads.latencies_ms) > 20, (
+            phase.name
+        )
         assert len(phase.captured) > 20

@@ -18,47 +18,121 @@ from bitemporal.periods import parse_instant
 from tests.helpers import run_cli
 
 
-def test_record_resolve_history_retract(capsys: pytest.CaptureFixture[str], database_url: str, key: Key) -> None:
+def test_record_resolve_history_retract(
+    capsys: pytest.CaptureFixture[str], database_url: str, key: Key
+) -> None:
     base = ("--url", database_url)
-    code, out, _ = run_cli(capsys, *base, "record", key.entity, key.attribute, "50", "--source", "policy",
-                       "--valid-from", "2026-01-01", "--known-at", "2025-12-15T00:00:00+00:00")
+    code, out, _ = run_cli(
+        capsys,
+        *base,
+        "record",
+        key.entity,
+        key.attribute,
+        "50",
+        "--source",
+        "policy",
+        "--valid-from",
+        "2026-01-01",
+        "--known-at",
+        "2025-12-15T00:00:00+00:00",
+    )
     assert code == 0 and out.startswith("recorded version")
-    code, out, _ = run_cli(capsys, *base, "record", key.entity, key.attribute, "50", "--source", "policy",
-                       "--valid-from", "2026-03-01", "--valid-to", "2026-04-01")
+    code, out, _ = run_cli(
+        capsys,
+        *base,
+        "record",
+        key.entity,
+        key.attribute,
+        "50",
+        "--source",
+        "policy",
+        "--valid-from",
+        "2026-03-01",
+        "--valid-to",
+        "2026-04-01",
+    )
     assert code == 0 and out.startswith("unchanged")
-    code, out, _ = run_cli(capsys, *base, "resolve", key.entity, key.attribute, "--valid-at", "2026-02-01", "--json")
+    code, out, _ = run_cli(
+        capsys, *base, "resolve", key.entity, key.attribute, "--valid-at", "2026-02-01", "--json"
+    )
     answer = json.loads(out)
-    assert (answer["status"], answer["value"], answer["interpretation"]) == ("supported", 50, "historical")
+    assert (answer["status"], answer["value"], answer["interpretation"]) == (
+        "supported",
+        50,
+        "historical",
+    )
     assert answer["versions"][0]["valid_from"].startswith("2026-01-01T00:00:00")
     assert answer["versions"][0]["valid_to"] is None
-    code, out, _ = run_cli(capsys, *base, "retract", key.entity, key.attribute, "--source", "policy",
-                       "--valid-from", "2026-06-01")
+    code, out, _ = run_cli(
+        capsys,
+        *base,
+        "retract",
+        key.entity,
+        key.attribute,
+        "--source",
+        "policy",
+        "--valid-from",
+        "2026-06-01",
+    )
     assert code == 0 and out.startswith("retracted")
     code, out, _ = run_cli(capsys, *base, "history", key.entity, key.attribute)
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["version", "source", "value"] and len(lines) == 2 + 2
-    code, out, _ = run_cli(capsys, *base, "resolve", key.entity, key.attribute, "--valid-at", "2026-07-01")
+    code, out, _ = run_cli(
+        capsys, *base, "resolve", key.entity, key.attribute, "--valid-at", "2026-07-01"
+    )
     assert "status: missing" in out
 
 
-def test_errors_are_reported_not_raised(capsys: pytest.CaptureFixture[str], database_url: str, key: Key) -> None:
+def test_errors_are_reported_not_raised(
+    capsys: pytest.CaptureFixture[str], database_url: str, key: Key
+) -> None:
     code, _, err = run_cli(capsys, "--url", database_url, "resolve", key.entity, key.attribute)
     assert code == 1 and "unknown key" in err
-    code, _, err = run_cli(capsys, "--url", database_url, "record", key.entity, key.attribute, "not json",
-                       "--source", "s")
+    code, _, err = run_cli(
+        capsys,
+        "--url",
+        database_url,
+        "record",
+        key.entity,
+        key.attribute,
+        "not json",
+        "--source",
+        "s",
+    )
     assert code == 1 and "not JSON" in err
-    code, _, err = run_cli(capsys, "--url", database_url, "record", key.entity, key.attribute, "1",
-                       "--source", "s", "--valid-from", "2026-01-01T00:00:00")
+    code, _, err = run_cli(
+        capsys,
+        "--url",
+        database_url,
+        "record",
+        key.entity,
+        key.attribute,
+        "1",
+        "--source",
+        "s",
+        "--valid-from",
+        "2026-01-01T00:00:00",
+    )
     assert code == 1 and "no time zone" in err
 
 
-def test_db_commands(capsys: pytest.CaptureFixture[str], database_url: str, empty_database_url: str) -> None:
+def test_db_commands(
+    capsys: pytest.CaptureFixture[str], database_url: str, empty_database_url: str
+) -> None:
     assert run_cli(capsys, "--url", database_url, "db", "current")[1].strip() == migrations.head()
-    assert run_cli(capsys, "--url", empty_database_url, "db", "current")[1].strip() == "(not migrated)"
+    assert (
+        run_cli(capsys, "--url", empty_database_url, "db", "current")[1].strip() == "(not migrated)"
+    )
     assert run_cli(capsys, "--url", empty_database_url, "db", "upgrade")[0] == 0
-    assert run_cli(capsys, "--url", empty_database_url, "db", "current")[1].strip() == migrations.head()
+    assert (
+        run_cli(capsys, "--url", empty_database_url, "db", "current")[1].strip()
+        == migrations.head()
+    )
     assert run_cli(capsys, "--url", empty_database_url, "db", "downgrade", "base")[0] == 0
-    assert run_cli(capsys, "--url", empty_database_url, "db", "current")[1].strip() == "(not migrated)"
+    assert (
+        run_cli(capsys, "--url", empty_database_url, "db", "current")[1].strip() == "(not migrated)"
+    )
     code, out, _ = run_cli(capsys, "db", "sql")
     assert code == 0 and "CREATE TABLE bitemporal.fact_version" in out and "COMMIT" in out
 
@@ -80,7 +154,10 @@ def test_demo(server_url: str) -> None:
     """The demo, as a user runs it: a process of its own, a scratch database of its own."""
     result = subprocess.run(
         [sys.executable, "-m", "bitemporal", "--url", server_url, "demo"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     rows: dict[str, Any] = {}
     for line in result.stdout.splitlines():
@@ -99,23 +176,41 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--version"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out.strip() == f"bitemporal {importlib.metadata.version('bitemporal')}"
+    assert (
+        capsys.readouterr().out.strip() == f"bitemporal {importlib.metadata.version('bitemporal')}"
+    )
 
 
 def test_global_options_go_before_or_after_the_command(
     capsys: pytest.CaptureFixture[str], database_url: str, key: Key
 ) -> None:
-    code, out, _ = run_cli(capsys, "record", key.entity, key.attribute, "7", "--source", "s",
-                       "--url", database_url)
+    code, out, _ = run_cli(
+        capsys, "record", key.entity, key.attribute, "7", "--source", "s", "--url", database_url
+    )
     assert code == 0 and out.startswith("recorded version")
-    code, out, _ = run_cli(capsys, "resolve", "--url", database_url, key.entity, key.attribute, "--json")
+    code, out, _ = run_cli(
+        capsys, "resolve", "--url", database_url, key.entity, key.attribute, "--json"
+    )
     assert code == 0 and json.loads(out)["value"] == 7
     assert run_cli(capsys, "db", "current", "--url", database_url)[1].strip() == migrations.head()
 
 
 def _all_help(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
-    commands = [[], ["db"], ["db", "upgrade"], ["db", "downgrade"], ["db", "current"], ["db", "sql"],
-                ["record"], ["retract"], ["resolve"], ["history"], ["plot"], ["import"], ["demo"]]
+    commands = [
+        [],
+        ["db"],
+        ["db", "upgrade"],
+        ["db", "downgrade"],
+        ["db", "current"],
+        ["db", "sql"],
+        ["record"],
+        ["retract"],
+        ["resolve"],
+        ["history"],
+        ["plot"],
+        ["import"],
+        ["demo"],
+    ]
     texts = {}
     for command in commands:
         with pytest.raises(SystemExit):
@@ -156,9 +251,14 @@ def _without_url(tmp_path: Path) -> dict[str, str]:
 def test_the_embedded_database_is_announced(tmp_path: Path) -> None:
     """Without a URL a command says on stderr that it uses the embedded server (here a
     fresh one, not migrated: the command then fails as on any unmigrated database)."""
-    result = subprocess.run([sys.executable, "-m", "bitemporal", "resolve", "e", "a"],
-                            capture_output=True, text=True, timeout=180, env=_without_url(tmp_path),
-                            check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "bitemporal", "resolve", "e", "a"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_without_url(tmp_path),
+        check=False,
+    )
     lines = result.stderr.splitlines()
     assert len(lines) == 2 and "Traceback" not in result.stderr, result.stderr
     assert lines[0].startswith("bitemporal: note: ") and "embedded PostgreSQL" in lines[0]
@@ -167,7 +267,13 @@ def test_the_embedded_database_is_announced(tmp_path: Path) -> None:
 
 
 def test_offline_commands_need_no_database_and_say_nothing(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "bitemporal", "db", "sql"], capture_output=True,
-                            text=True, timeout=120, env=_without_url(tmp_path), check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "bitemporal", "db", "sql"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_without_url(tmp_path),
+        check=True,
+    )
     assert result.stderr == "" and "COMMIT" in result.stdout
     assert not (tmp_path / "data").exists()

@@ -24,7 +24,8 @@ LATER = datetime(2026, 3, 1, tzinfo=UTC)
 
 @pytest.fixture
 def two_sources(store: Store, key: Key) -> Key:
-    """The key recorded from FIRST by source a, and from LATER by source b (its latest knowledge)."""
+    """The key recorded from FIRST by source a, and from LATER by source b (its latest
+    knowledge)."""
     store.facts.record(key, 50, source="a", valid_from=date(2026, 1, 1), known_at=FIRST)
     store.facts.record(key, 60, source="b", valid_from=date(2026, 1, 1), known_at=LATER)
     return key
@@ -32,7 +33,8 @@ def two_sources(store: Store, key: Key) -> Key:
 
 def state(conn: psycopg.Connection[Any], key: Key) -> list[Any]:
     return conn.execute(
-        "SELECT v.*, k.* FROM bitemporal.fact_version v JOIN bitemporal.fact_key k USING (entity, attribute) "
+        "SELECT v.*, k.* FROM bitemporal.fact_version v "
+        "JOIN bitemporal.fact_key k USING (entity, attribute) "
         "WHERE entity = %s AND attribute = %s ORDER BY version_id",
         (key.entity, key.attribute),
     ).fetchall()
@@ -41,23 +43,30 @@ def state(conn: psycopg.Connection[Any], key: Key) -> list[Any]:
 ATTACKS = {
     # Close source a's open version back-dated to its start: between FIRST and LATER
     # the store would no longer have known it.
-    "close back-dated": "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), "
+    "close back-dated": "UPDATE bitemporal.fact_version "
+    "SET known_period = tstzrange(lower(known_period), "
     "lower(known_period) + interval '1 second', '[)') WHERE entity = %(e)s AND source = 'a'",
     # A version the store never knew then, known from before the key's latest knowledge.
-    "insert back-dated": "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, "
-    "known_period) VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', tstzrange(%(first)s, NULL, '[)'))",
+    "insert back-dated": "INSERT INTO bitemporal.fact_version "
+    "(entity, attribute, source, value, valid_period, known_period) "
+    "VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', tstzrange(%(first)s, NULL, '[)'))",
     # The same, inserted closed.
-    "insert closed back-dated": "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, "
-    "valid_period, known_period) VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', "
+    "insert closed back-dated": "INSERT INTO bitemporal.fact_version "
+    "(entity, attribute, source, value, valid_period, known_period) "
+    "VALUES (%(e)s, %(a)s, 'c', '7', '[2026-01-01,)', "
     "tstzrange(%(first)s, %(first)s + interval '1 day', '[)'))",
     # Rewind the key's latest knowledge, after which record(known_at=2001) would pass.
-    "rewind fact_key": "UPDATE bitemporal.fact_key SET last_known_at = '2001-01-01 00:00+00' WHERE entity = %(e)s",
-    "move fact_key to the future": "UPDATE bitemporal.fact_key SET last_known_at = now() + interval '1 day' "
+    "rewind fact_key": "UPDATE bitemporal.fact_key SET last_known_at = '2001-01-01 00:00+00' "
     "WHERE entity = %(e)s",
-    "rename fact_key": "UPDATE bitemporal.fact_key SET first_known_at = '2001-01-01 00:00+00' WHERE entity = %(e)s",
-    "claim fact_key's time": "UPDATE bitemporal.fact_key SET last_txid = pg_current_xact_id() WHERE entity = %(e)s",
+    "move fact_key to the future": "UPDATE bitemporal.fact_key "
+    "SET last_known_at = now() + interval '1 day' WHERE entity = %(e)s",
+    "rename fact_key": "UPDATE bitemporal.fact_key SET first_known_at = '2001-01-01 00:00+00' "
+    "WHERE entity = %(e)s",
+    "claim fact_key's time": "UPDATE bitemporal.fact_key SET last_txid = pg_current_xact_id() "
+    "WHERE entity = %(e)s",
     "delete fact_key": "DELETE FROM bitemporal.fact_key WHERE entity = %(e)s",
-    "insert fact_key from the future": "INSERT INTO bitemporal.fact_key VALUES (%(e)s || '/new', 'a', "
+    "insert fact_key from the future": "INSERT INTO bitemporal.fact_key "
+    "VALUES (%(e)s || '/new', 'a', "
     "now() + interval '1 day', now() + interval '1 day', pg_current_xact_id())",
     "truncate fact_key": "TRUNCATE bitemporal.fact_key CASCADE",
 }
@@ -68,7 +77,9 @@ def test_the_owner_cannot_rewrite_knowledge(store: Store, two_sources: Key, atta
     conn = store.connection
     before = state(conn, two_sources)
     with pytest.raises(AppendOnlyError), errors.translate():
-        conn.execute(ATTACKS[attack], {"e": two_sources.entity, "a": two_sources.attribute, "first": FIRST})
+        conn.execute(
+            ATTACKS[attack], {"e": two_sources.entity, "a": two_sources.attribute, "first": FIRST}
+        )
     assert state(conn, two_sources) == before
     # The key's knowledge still refuses a back-dated write through the API.
     with pytest.raises(KnowledgeTimeInPastError):
@@ -81,7 +92,8 @@ def test_forged_real_times_are_overwritten(store: Store, two_sources: Key) -> No
     conn = store.connection
     (recorded,) = [v.recorded_at for v in store.facts.history(two_sources) if v.source == "b"]
     conn.execute(
-        "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), now(), '[)'), "
+        "UPDATE bitemporal.fact_version "
+        "SET known_period = tstzrange(lower(known_period), now(), '[)'), "
         "recorded_at = '2001-01-01 00:00+00', closed_at = '2001-01-01 00:00+00' "
         "WHERE entity = %s AND source = 'b'",
         (two_sources.entity,),
@@ -102,7 +114,9 @@ def test_the_write_path_still_works(store: Store, two_sources: Key) -> None:
 def test_back_dated_knowledge_is_told_from_live_knowledge(store: Store, key: Key) -> None:
     """A writer back-dates a key's first knowledge to 2001: the real time is recorded beside it."""
     before = store.connection.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
-    store.facts.record(key, 1, source="s", valid_from=date(2001, 1, 1), known_at=datetime(2001, 1, 1, tzinfo=UTC))
+    store.facts.record(
+        key, 1, source="s", valid_from=date(2001, 1, 1), known_at=datetime(2001, 1, 1, tzinfo=UTC)
+    )
     store.facts.record(key, 2, source="s", valid_from=date(2001, 6, 1))
     after = store.connection.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
     history = store.facts.history(key)
@@ -110,14 +124,23 @@ def test_back_dated_knowledge_is_told_from_live_knowledge(store: Store, key: Key
     first, *rest = history
     assert first.known_period.start == datetime(2001, 1, 1, tzinfo=UTC)
     assert first.known_period.start < first.recorded_at  # type: ignore[operator]  # back-dated
-    live = [v for v in rest if v.recorded_at is not None and v.known_period.start >= v.recorded_at]
+    live = [
+        v
+        for v in rest
+        if v.recorded_at is not None
+        and v.known_period.start is not None
+        and v.known_period.start >= v.recorded_at
+    ]
     assert live  # the write without known_at is live
     assert first.closed_at is not None and before <= first.closed_at <= after
 
 
 def test_bulk_writes_record_their_real_time(store: Store, key: Key) -> None:
     store.facts.record_many(
-        [RecordRow(key, 1, source="s", known_at=datetime(2001, 1, 1, tzinfo=UTC)), RecordRow(key, 2, source="s")]
+        [
+            RecordRow(key, 1, source="s", known_at=datetime(2001, 1, 1, tzinfo=UTC)),
+            RecordRow(key, 2, source="s"),
+        ]
     )
     now = store.connection.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
     history = store.facts.history(key)
@@ -127,16 +150,21 @@ def test_bulk_writes_record_their_real_time(store: Store, key: Key) -> None:
 
 
 @pytest.fixture
-def app_table(connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[tuple[psycopg.Connection[Any], str]]:
+def app_table(
+    connect: Callable[..., psycopg.Connection[Any]],
+) -> Iterator[tuple[psycopg.Connection[Any], str]]:
     """An application table doc(id, body) in a schema of the test's own: key 1 holds body a
     for January, known from FIRST, and body b from March, known from LATER."""
     name = f"app_{uuid.uuid4().hex[:10]}"
     conn = connect()
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
-    conn.execute(sql.SQL("CREATE TABLE {}.doc (id integer, body text)").format(sql.Identifier(name)))
+    conn.execute(
+        sql.SQL("CREATE TABLE {}.doc (id integer, body text)").format(sql.Identifier(name))
+    )
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'])", (f"{name}.doc",))
-    record = sql.SQL("SELECT {}.doc_record(1, %s, valid_from => %s, valid_to => %s, known_at => %s)").format(
-        sql.Identifier(name))
+    record = sql.SQL(
+        "SELECT {}.doc_record(1, %s, valid_from => %s, valid_to => %s, known_at => %s)"
+    ).format(sql.Identifier(name))
     conn.execute(record, ("a", FIRST, datetime(2026, 2, 1, tzinfo=UTC), FIRST))
     conn.execute(record, ("b", LATER, None, LATER))
     yield conn, name
@@ -161,16 +189,28 @@ def test_the_owner_cannot_rewrite_an_application_tables_knowledge(
     app_table: tuple[psycopg.Connection[Any], str], attack: str
 ) -> None:
     conn, schema = app_table
-    rows = sql.SQL("SELECT d::text FROM {}.doc d UNION ALL SELECT k::text FROM {}.doc_key k ORDER BY 1").format(
-        sql.Identifier(schema), sql.Identifier(schema))
+    rows = sql.SQL(
+        "SELECT d::text FROM {}.doc d UNION ALL SELECT k::text FROM {}.doc_key k ORDER BY 1"
+    ).format(sql.Identifier(schema), sql.Identifier(schema))
     before = conn.execute(rows).fetchall()
     with pytest.raises(AppendOnlyError), errors.translate():
-        conn.execute(TABLE_ATTACKS[attack].format(s=sql.Identifier(schema).as_string(conn)), {"first": FIRST})
+        conn.execute(
+            TABLE_ATTACKS[attack].format(s=sql.Identifier(schema).as_string(conn)), {"first": FIRST}
+        )
     assert conn.execute(rows).fetchall() == before
     # Its write functions still refuse knowledge before the key's latest, and still work.
     with pytest.raises(psycopg.Error) as caught:
-        conn.execute(sql.SQL("SELECT {}.doc_record(1, 'x', known_at => '2001-01-01 00:00+00')").format(
-            sql.Identifier(schema)))
+        conn.execute(
+            sql.SQL("SELECT {}.doc_record(1, 'x', known_at => '2001-01-01 00:00+00')").format(
+                sql.Identifier(schema)
+            )
+        )
     assert caught.value.sqlstate == "BT002"
-    conn.execute(sql.SQL("SELECT {}.doc_record(1, 'y', valid_from => %s)").format(sql.Identifier(schema)), (LATER,))
-    conn.execute(sql.SQL("SELECT {}.doc_retract(1, valid_from => %s)").format(sql.Identifier(schema)), (LATER,))
+    conn.execute(
+        sql.SQL("SELECT {}.doc_record(1, 'y', valid_from => %s)").format(sql.Identifier(schema)),
+        (LATER,),
+    )
+    conn.execute(
+        sql.SQL("SELECT {}.doc_retract(1, valid_from => %s)").format(sql.Identifier(schema)),
+        (LATER,),
+    )

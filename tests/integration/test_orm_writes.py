@@ -63,9 +63,13 @@ class Customer(Base):
     #: The README's recipe: only the versions eligible now (valid now, as known now).
     contracts: Mapped[list[Contract]] = relationship(
         primaryjoin=lambda: and_(Customer.id == Contract.customer_id, eligible(Contract)),
-        viewonly=True, order_by=lambda: Contract.terms)
+        viewonly=True,
+        order_by=lambda: Contract.terms,
+    )
     #: A plain relationship: every version, superseded ones included.
-    contract_versions: Mapped[list[Contract]] = relationship(viewonly=True, order_by=lambda: Contract.version_id)
+    contract_versions: Mapped[list[Contract]] = relationship(
+        viewonly=True, order_by=lambda: Contract.version_id
+    )
 
 
 class Contract(Base, Bitemporal):
@@ -96,18 +100,39 @@ def engine(database_url: str) -> Iterator[sqlalchemy.Engine]:
     with engine.begin() as conn:
         conn.execute(text(f'CREATE SCHEMA "{SCHEMA}"'))
         op = Operations(MigrationContext.configure(conn))
-        op.create_table("customer", Column("id", Integer, primary_key=True), Column("name", Text, nullable=False),
-                        schema=SCHEMA)
-        op.create_bitemporal_table(
-            "contract", Column("id", Uuid), Column("customer_id", Integer, ForeignKey(f"{SCHEMA}.customer.id")),
-            Column("terms", Text, nullable=False), key=["id"], schema=SCHEMA)
+        op.create_table(
+            "customer",
+            Column("id", Integer, primary_key=True),
+            Column("name", Text, nullable=False),
+            schema=SCHEMA,
+        )
+        op.create_bitemporal_table(  # type: ignore[attr-defined]
+            "contract",
+            Column("id", Uuid),
+            Column("customer_id", Integer, ForeignKey(f"{SCHEMA}.customer.id")),
+            Column("terms", Text, nullable=False),
+            key=["id"],
+            schema=SCHEMA,
+        )
         conn.execute(sqlalchemy.schema.CreateSequence(TICKET_IDS))
-        op.create_bitemporal_table("ticket", Column("id", BigInteger), Column("title", Text), key=["id"],
-                                   schema=SCHEMA)
-        op.create_table("invoice", Column("id", Integer, primary_key=True), Column("contract_id", Uuid, nullable=False),
-                        schema=SCHEMA)
-        op.create_key_foreign_key("invoice_contract_fkey", "invoice", "contract", ["contract_id"], ["id"],
-                                  source_schema=SCHEMA, referent_schema=SCHEMA)
+        op.create_bitemporal_table(  # type: ignore[attr-defined]
+            "ticket", Column("id", BigInteger), Column("title", Text), key=["id"], schema=SCHEMA
+        )
+        op.create_table(
+            "invoice",
+            Column("id", Integer, primary_key=True),
+            Column("contract_id", Uuid, nullable=False),
+            schema=SCHEMA,
+        )
+        op.create_key_foreign_key(  # type: ignore[attr-defined]
+            "invoice_contract_fkey",
+            "invoice",
+            "contract",
+            ["contract_id"],
+            ["id"],
+            source_schema=SCHEMA,
+            referent_schema=SCHEMA,
+        )
     yield engine
     with engine.begin() as conn:
         # drop_bitemporal_table drops the key table: foreign keys to it go first.
@@ -132,7 +157,11 @@ def test_record_flushes_a_pending_parent_and_allocates_the_key(engine: sqlalchem
         session.commit()
     with Session(engine) as session:
         [version] = session.scalars(as_of(Contract).where(Contract.customer_id == cid)).all()
-        assert (version.id, version.terms, version.version_id) == (contract.id, "net 30", recorded.version_id)
+        assert (version.id, version.terms, version.version_id) == (
+            contract.id,
+            "net 30",
+            recorded.version_id,
+        )
 
 
 def test_sequence_keys(engine: sqlalchemy.Engine) -> None:
@@ -150,7 +179,10 @@ def test_a_failing_flush_is_a_bitemporal_error(engine: sqlalchemy.Engine) -> Non
         with pytest.raises(InvalidValueError, match="null") as caught:
             record(session, Contract(customer_id=1, terms="x"), valid_from=JAN)
         assert isinstance(caught.value.__cause__, sqlalchemy.exc.IntegrityError)
-    with Session(engine) as session, pytest.raises(BitemporalError, match="foreign key"):  # no such customer
+    with (
+        Session(engine) as session,
+        pytest.raises(BitemporalError, match="foreign key"),
+    ):  # no such customer
         record(session, Contract(customer_id=new_customer_id(), terms="x"), valid_from=JAN)
     with Session(engine) as session:
         session.add(Customer(id=new_customer_id(), name=None))
@@ -202,7 +234,9 @@ def test_an_orm_delete_is_refused_naming_retract(engine: sqlalchemy.Engine) -> N
 
 
 @pytest.mark.parametrize("statement", [update(Contract).values(terms="x"), delete(Contract)])
-def test_orm_bulk_update_and_delete_are_refused(engine: sqlalchemy.Engine, statement: sqlalchemy.Executable) -> None:
+def test_orm_bulk_update_and_delete_are_refused(
+    engine: sqlalchemy.Engine, statement: sqlalchemy.Executable
+) -> None:
     _, key = recorded_contract(engine)
     before = stored(engine, key)
     with Session(engine) as session, pytest.raises(AppendOnlyError, match="bitemporal.orm.re"):
@@ -213,7 +247,9 @@ def test_orm_bulk_update_and_delete_are_refused(engine: sqlalchemy.Engine, state
 def test_relationships_follow_eligible_versions(engine: sqlalchemy.Engine) -> None:
     cid, key = recorded_contract(engine, "net 30")
     with Session(engine) as session:
-        record(session, Contract(id=key, customer_id=cid, terms="net 45"), valid_from=JAN, known_at=FEB)
+        record(
+            session, Contract(id=key, customer_id=cid, terms="net 45"), valid_from=JAN, known_at=FEB
+        )
         ended = Contract(customer_id=cid, terms="ended")
         record(session, ended, valid_from=JAN, known_at=FEB)
         retract(session, Contract, {"id": ended.id}, valid_from=JAN, known_at=MAR)
@@ -226,16 +262,24 @@ def test_relationships_follow_eligible_versions(engine: sqlalchemy.Engine) -> No
         assert [c.terms for c in customer.contracts] == ["net 45"]
     for option, expected in [
         (current_only(Contract), ["net 45"]),
-        (current_only(Contract, valid_at=FEB, known_at=datetime(2026, 2, 15, tzinfo=UTC)), ["net 45", "ended"]),
+        (
+            current_only(Contract, valid_at=FEB, known_at=datetime(2026, 2, 15, tzinfo=UTC)),
+            ["net 45", "ended"],
+        ),
         (current_only(Contract, valid_at=FEB, known_at=JAN), ["net 30"]),
     ]:
         with Session(engine) as session:
             # The option reaches the plain relationship, lazily loaded or eagerly.
-            customer = session.scalars(select(Customer).where(Customer.id == cid).options(option)).one()
+            customer = session.scalars(
+                select(Customer).where(Customer.id == cid).options(option)
+            ).one()
             assert sorted(c.terms for c in customer.contract_versions) == sorted(expected)
         with Session(engine) as session:
-            customer = session.scalars(select(Customer).where(Customer.id == cid).options(
-                option, selectinload(Customer.contract_versions))).one()
+            customer = session.scalars(
+                select(Customer)
+                .where(Customer.id == cid)
+                .options(option, selectinload(Customer.contract_versions))
+            ).one()
             assert sorted(c.terms for c in customer.contract_versions) == sorted(expected)
 
 
@@ -244,7 +288,10 @@ def test_a_plain_table_refers_to_the_key_table(engine: sqlalchemy.Engine) -> Non
     invoice = text(f'INSERT INTO "{SCHEMA}".invoice (id, contract_id) VALUES (:id, :key)')
     with engine.begin() as conn:
         conn.execute(invoice, {"id": new_customer_id(), "key": key})
-    with pytest.raises(sqlalchemy.exc.IntegrityError, match="invoice_contract_fkey"), engine.begin() as conn:
+    with (
+        pytest.raises(sqlalchemy.exc.IntegrityError, match="invoice_contract_fkey"),
+        engine.begin() as conn,
+    ):
         conn.execute(invoice, {"id": new_customer_id(), "key": uuid.uuid4()})
     # A key, once recorded, stays in the key table: retracting its versions keeps the invoice valid.
     with Session(engine) as session:
@@ -260,26 +307,43 @@ def test_every_api_gives_the_same_period_type(engine: sqlalchemy.Engine) -> None
         [version] = session.scalars(history(Contract, id=key)).all()
         [table_version] = Store(session).app_tables.history(Contract, {"id": key})
         assert isinstance(version.valid_period, Period) and isinstance(version.known_period, Period)
-        assert (version.valid_period, version.known_period) == (table_version.valid_period, table_version.known_period)
+        assert (version.valid_period, version.known_period) == (
+            table_version.valid_period,
+            table_version.known_period,
+        )
         assert version.valid_period == Period(JAN, None)
         # A Period binds as a tstzrange, and range operators still compose on the column.
-        found = session.scalars(select(Contract.version_id).where(
-            Contract.valid_period == Period(JAN, None), Contract.id == key,
-            Contract.valid_period.contains(FEB), Contract.known_period.overlaps(Period(JAN, FEB)))).all()
+        found = session.scalars(
+            select(Contract.version_id).where(
+                Contract.valid_period == Period(JAN, None),
+                Contract.id == key,
+                Contract.valid_period.contains(FEB),
+                Contract.known_period.overlaps(Period(JAN, FEB)),
+            )
+        ).all()
         assert found == [version.version_id]
 
 
 def test_converting_a_referenced_table_suggests_the_key_table(engine: sqlalchemy.Engine) -> None:
     with engine.begin() as conn:
         op = Operations(MigrationContext.configure(conn))
-        op.create_table("vendor", Column("id", Integer, primary_key=True), Column("name", Text), schema=SCHEMA)
-        op.create_table("bill", Column("id", Integer, primary_key=True),
-                        Column("vendor_id", Integer, ForeignKey(f"{SCHEMA}.vendor.id", name="bill_vendor_fkey")),
-                        schema=SCHEMA)
-        conn.execute(text(f'INSERT INTO "{SCHEMA}".vendor VALUES (1, \'Acme\')'))
+        op.create_table(
+            "vendor", Column("id", Integer, primary_key=True), Column("name", Text), schema=SCHEMA
+        )
+        op.create_table(
+            "bill",
+            Column("id", Integer, primary_key=True),
+            Column(
+                "vendor_id", Integer, ForeignKey(f"{SCHEMA}.vendor.id", name="bill_vendor_fkey")
+            ),
+            schema=SCHEMA,
+        )
+        conn.execute(text(f"INSERT INTO \"{SCHEMA}\".vendor VALUES (1, 'Acme')"))
         conn.execute(text(f'INSERT INTO "{SCHEMA}".bill VALUES (1, 1)'))
     with pytest.raises(sqlalchemy.exc.DBAPIError) as caught, engine.begin() as conn:
-        Operations(MigrationContext.configure(conn)).convert_to_bitemporal("vendor", ["id"], schema=SCHEMA)
+        Operations(MigrationContext.configure(conn)).convert_to_bitemporal(  # type: ignore[attr-defined]
+            "vendor", ["id"], schema=SCHEMA
+        )
     message = str(caught.value.orig)
     assert getattr(caught.value.orig, "sqlstate", None) == "BT402"
     assert f"{SCHEMA}.vendor_key" in message and "op.create_key_foreign_key" in message
@@ -287,10 +351,20 @@ def test_converting_a_referenced_table_suggests_the_key_table(engine: sqlalchemy
     with engine.begin() as conn:
         op = Operations(MigrationContext.configure(conn))
         op.drop_constraint("bill_vendor_fkey", "bill", type_="foreignkey", schema=SCHEMA)
-        op.convert_to_bitemporal("vendor", ["id"], schema=SCHEMA)
-        op.create_key_foreign_key("bill_vendor_fkey", "bill", "vendor", ["vendor_id"], ["id"],
-                                  source_schema=SCHEMA, referent_schema=SCHEMA)
-    with pytest.raises(sqlalchemy.exc.IntegrityError, match="bill_vendor_fkey"), engine.begin() as conn:
+        op.convert_to_bitemporal("vendor", ["id"], schema=SCHEMA)  # type: ignore[attr-defined]
+        op.create_key_foreign_key(  # type: ignore[attr-defined]
+            "bill_vendor_fkey",
+            "bill",
+            "vendor",
+            ["vendor_id"],
+            ["id"],
+            source_schema=SCHEMA,
+            referent_schema=SCHEMA,
+        )
+    with (
+        pytest.raises(sqlalchemy.exc.IntegrityError, match="bill_vendor_fkey"),
+        engine.begin() as conn,
+    ):
         conn.execute(text(f'INSERT INTO "{SCHEMA}".bill VALUES (2, 2)'))
     with engine.begin() as conn:
         conn.execute(text(f'DROP TABLE "{SCHEMA}".bill'))

@@ -117,7 +117,8 @@ def secondary_indexes(
     return [
         tuple(r)
         for r in conn.execute(
-            "SELECT i.indexrelid::regclass::text, " "pg_get_indexdef(i.indexrelid), coalesce(c.conname, ''), "
+            "SELECT i.indexrelid::regclass::text, "
+            "pg_get_indexdef(i.indexrelid), coalesce(c.conname, ''), "
             "obj_description(i.indexrelid, 'pg_class') "
             "FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid "
             "WHERE i.indrelid = %s::regclass AND NOT i.indisprimary ORDER BY 1",
@@ -158,7 +159,8 @@ def fill(url: str) -> None:
     PostgreSQL 15 builds them without sorting)."""
     with psycopg.connect(url, autocommit=True) as conn:
         fkey = conn.execute(
-            "SELECT pg_get_constraintdef(oid) FROM pg_constraint " "WHERE conname = 'fact_version_key_fkey'"
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conname = 'fact_version_key_fkey'"
         ).fetchone()
         assert fkey is not None
         indexes = [
@@ -281,6 +283,7 @@ def auto_explain(conn: psycopg.Connection[Any]) -> None:
     except psycopg.Error as e:  # not a superuser, or not installed
         pytest.skip(f"auto_explain is not available: {e}")
 
+
 # An index search of one key reads far fewer pages than this; a scan of the version
 # table reads over a hundred times more (test_the_tables_are_big checks it).
 FEW_PAGES = 100
@@ -288,8 +291,10 @@ FEW_PAGES = 100
 
 def test_the_tables_are_big(conn: psycopg.Connection[Any]) -> None:
     counts = conn.execute(
-        "SELECT (SELECT count(*) FROM bitemporal.fact_version), " "(SELECT count(*) FROM bitemporal.fact_key), "
-        "(SELECT count(*) FROM bitemporal.memory_item), " "(SELECT count(*) FROM bitemporal.memory_log)"
+        "SELECT (SELECT count(*) FROM bitemporal.fact_version), "
+        "(SELECT count(*) FROM bitemporal.fact_key), "
+        "(SELECT count(*) FROM bitemporal.memory_item), "
+        "(SELECT count(*) FROM bitemporal.memory_log)"
     ).fetchone()
     assert counts == (KEYS * (2 * CHANGES - 1) + CONFLICTED, KEYS, ITEMS, ITEMS)
     reltuples = conn.execute(
@@ -402,7 +407,10 @@ WINDOW = EPOCH + timedelta(hours=30)
             {"fact_version_known_from_idx", "fact_version_known_to_idx"},
         ),
         (
-            (f"SELECT * FROM bitemporal.changes('{EPOCH}', " f"'{EPOCH + timedelta(days=1)}', 'e2500', 'a')"),
+            (
+                f"SELECT * FROM bitemporal.changes('{EPOCH}', "
+                f"'{EPOCH + timedelta(days=1)}', 'e2500', 'a')"
+            ),
             set(),
         ),
         # the decay step: evicts the hundred due items of a million
@@ -455,7 +463,8 @@ def test_every_fact_store_index_is_documented(database_url: str) -> None:
     with psycopg.connect(database_url) as conn:
         undocumented = conn.execute(
             "SELECT indexrelid::regclass::text FROM pg_index "
-            "WHERE indrelid IN ('bitemporal.fact_version'::regclass, " "'bitemporal.fact_key'::regclass) "
+            "WHERE indrelid IN ('bitemporal.fact_version'::regclass, "
+            "'bitemporal.fact_key'::regclass) "
             "AND obj_description(indexrelid, 'pg_class') IS NULL"
         ).fetchall()
     assert undocumented == []

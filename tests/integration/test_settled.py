@@ -37,8 +37,12 @@ def roles(url: str) -> Iterator[tuple[str, str]]:
     suffix = uuid.uuid4().hex[:8]
     reader, writer = f"bt_test_settle_r_{suffix}", f"bt_test_settle_w_{suffix}"
     with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE bitemporal_reader").format(sql.Identifier(reader)))
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE bitemporal_writer").format(sql.Identifier(writer)))
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN IN ROLE bitemporal_reader").format(sql.Identifier(reader))
+        )
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN IN ROLE bitemporal_writer").format(sql.Identifier(writer))
+        )
     yield reader, writer
     with psycopg.connect(url, autocommit=True) as admin:
         for role in (reader, writer):
@@ -47,7 +51,9 @@ def roles(url: str) -> Iterator[tuple[str, str]]:
 
 
 def answers(store: Store, keys: list[Key], known_at: datetime) -> list[Any]:
-    return [(v.version_id, v.value) for key in keys for v in store.facts.as_of(key, known_at=known_at)]
+    return [
+        (v.version_id, v.value) for key in keys for v in store.facts.as_of(key, known_at=known_at)
+    ]
 
 
 def test_open_writes_of_another_role_are_not_settled(url: str, roles: tuple[str, str]) -> None:
@@ -60,14 +66,18 @@ def test_open_writes_of_another_role_are_not_settled(url: str, roles: tuple[str,
     late = psycopg.connect(url, user=writer_role)
     try:
         # Open transactions that wrote, and one that started but writes only after the call.
-        written = [Store(w).facts.record(key, 1, source="s").known_at for w, key in zip(writers, keys, strict=False)]
+        written = [
+            Store(w).facts.record(key, 1, source="s").known_at
+            for w, key in zip(writers, keys, strict=False)
+        ]
         late.execute("SELECT 1")
         time.sleep(0.01)
         with psycopg.connect(url, user=reader_role, autocommit=True) as conn:
             reader = Store(conn)
             # What the earlier recipe said, as this reader: it does not see the writers.
             recipe = conn.execute(
-                "SELECT least(now(), min(xact_start)) FROM pg_stat_activity WHERE datname = current_database()"
+                "SELECT least(now(), min(xact_start)) FROM pg_stat_activity "
+                "WHERE datname = current_database()"
             ).fetchone()[0]  # type: ignore[index]
             settled = reader.facts.settled_knowledge_time()
             assert all(t is not None and settled < t for t in written)
@@ -94,7 +104,9 @@ def test_an_explicit_knowledge_time_at_or_before_it_is_refused(url: str) -> None
             with pytest.raises(KnowledgeTimeInPastError, match="settled"):
                 store.facts.record(key, 2, source="s", known_at=known_at)
             with pytest.raises(KnowledgeTimeInPastError, match="settled"):
-                store.facts.record_many([RecordRow(Key("settle:new", "a"), 2, source="s", known_at=known_at)])
+                store.facts.record_many(
+                    [RecordRow(Key("settle:new", "a"), 2, source="s", known_at=known_at)]
+                )
             with pytest.raises(KnowledgeTimeInPastError, match="settled"):
                 store.facts.record(Key("settle:new", "a"), 2, source="s", known_at=known_at)
         # Settled times only move forward, and later knowledge is still written.

@@ -37,8 +37,9 @@ def versions(url: str) -> int:
     return int(row[0])
 
 
-def test_a_downgrade_needs_an_explicit_target(migrated_database_url: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_downgrade_needs_an_explicit_target(
+    migrated_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = migrated_database_url
     seed(url)
     with pytest.raises(SystemExit) as exit_:
@@ -71,8 +72,9 @@ def test_a_downgrade_that_would_drop_history_is_refused(migrated_database_url: s
     assert migrations.current(url) is None
 
 
-def test_the_cli_refuses_and_says_how_to_proceed(migrated_database_url: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_refuses_and_says_how_to_proceed(
+    migrated_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = migrated_database_url
     seed(url)
     code, _, err = run_cli(capsys, "--url", url, "db", "downgrade", "base")
@@ -85,8 +87,9 @@ def test_the_cli_refuses_and_says_how_to_proceed(migrated_database_url: str,
     assert migrations.current(url) is None
 
 
-def test_empty_tables_go_without_force(migrated_database_url: str,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_tables_go_without_force(
+    migrated_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = migrated_database_url
     assert run_cli(capsys, "--url", url, "db", "downgrade", "0001")[0] == 0
     assert migrations.current(url) == "0001"
@@ -102,7 +105,9 @@ def test_application_tables_are_never_dropped(migrated_database_url: str) -> Non
         Store(conn).app_tables.record("public.plan", {"code": "basic", "price": 5})
     # Forced or not: they belong to the application's migrations, which drop them first.
     for force in (False, True):
-        with pytest.raises(TableDefinitionError, match="application tables still exist: public.plan"):
+        with pytest.raises(
+            TableDefinitionError, match="application tables still exist: public.plan"
+        ):
             bitemporal.downgrade(url, "0005", force=force)
     assert migrations.current(url) == migrations.head()
 

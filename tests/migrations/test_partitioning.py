@@ -163,7 +163,9 @@ def test_lookup_by_key_reads_one_partition(partitioned: str) -> None:
             assert len(set(re.findall(r"fact_version_p\d+", plan))) == 1, plan
 
 
-def test_foreign_keys_to_versions_become_triggers_and_come_back(make_database: DatabaseFactory) -> None:
+def test_foreign_keys_to_versions_become_triggers_and_come_back(
+    make_database: DatabaseFactory,
+) -> None:
     url = make_database(migrated=True, default_layout=True)
     with psycopg.connect(url, autocommit=True) as conn:
         # An application's own table referencing versions, beside evidence's.
@@ -182,7 +184,8 @@ def test_foreign_keys_to_versions_become_triggers_and_come_back(make_database: D
         with conn.transaction():
             conn.execute("SELECT bitemporal.record('m', 'a', 's', '1', '2020-01-01')")
             conn.execute(
-                "SELECT bitemporal.add_evidence(max(version_id), " "'Soon gone.') FROM bitemporal.fact_version"
+                "SELECT bitemporal.add_evidence(max(version_id), "
+                "'Soon gone.') FROM bitemporal.fact_version"
             )
             conn.execute("SELECT bitemporal.record('m', 'a', 's', '2', '2020-01-01')")
         assert conn.execute(
@@ -190,14 +193,18 @@ def test_foreign_keys_to_versions_become_triggers_and_come_back(make_database: D
         ).fetchone() == (0,)
         conn.execute("SELECT bitemporal.partition_versions(0)")
         fkeys = conn.execute(
-            "SELECT conrelid::regclass::text, conname, " "pg_get_constraintdef(oid) FROM pg_constraint "
+            "SELECT conrelid::regclass::text, conname, "
+            "pg_get_constraintdef(oid) FROM pg_constraint "
             "WHERE confrelid = 'bitemporal.fact_version'::regclass ORDER BY 1"
         ).fetchall()
     assert fkeys == [
         (
             "bitemporal.evidence",
             "evidence_version_fkey",
-            ("FOREIGN KEY (version_id) REFERENCES " "bitemporal.fact_version(version_id) ON DELETE CASCADE"),
+            (
+                "FOREIGN KEY (version_id) REFERENCES "
+                "bitemporal.fact_version(version_id) ON DELETE CASCADE"
+            ),
         ),
         (
             "notes",
@@ -213,7 +220,8 @@ def test_roles_read_every_partition(partitioned: str) -> None:
             pytest.skip("the migration could not create the roles here")
         conn.execute("SELECT bitemporal.grant_roles()")
         readable = conn.execute(
-            "SELECT c.relname, has_table_privilege('bitemporal_reader', " "c.oid, 'SELECT') FROM pg_class c "
+            "SELECT c.relname, has_table_privilege('bitemporal_reader', "
+            "c.oid, 'SELECT') FROM pg_class c "
             "WHERE c.relnamespace = 'bitemporal'::regnamespace AND c.relname LIKE 'fact_version%' "
             "AND c.relkind IN ('r', 'p') ORDER BY 1"
         ).fetchall()
@@ -240,7 +248,9 @@ def test_the_option_past_0008_says_how_to_convert(make_database: DatabaseFactory
         partitions_option("-1")
 
 
-def test_offline_script_with_the_option_builds_the_same_schema(make_database: DatabaseFactory) -> None:
+def test_offline_script_with_the_option_builds_the_same_schema(
+    make_database: DatabaseFactory,
+) -> None:
     online, offline = make_database(), make_database()
     migrations.migrate(online, partitions=N)
     script = migrations.sql_script(partitions=N)
@@ -272,7 +282,9 @@ def test_alembic_and_cli_take_the_option(
         "CREATE MATERIALIZED VIEW frozen AS SELECT * FROM bitemporal.fact_version",
     ],
 )
-def test_refuses_what_partitioning_cannot_keep(make_database: DatabaseFactory, blocker: str) -> None:
+def test_refuses_what_partitioning_cannot_keep(
+    make_database: DatabaseFactory, blocker: str
+) -> None:
     url = make_database(migrated=True, default_layout=True)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(blocker)
@@ -284,13 +296,18 @@ def test_refuses_what_partitioning_cannot_keep(make_database: DatabaseFactory, b
 def test_partition_counts_out_of_range_are_refused(partitioned: str) -> None:
     layout = scalar(partitioned, "SELECT bitemporal.version_partitions()")
     for n in (-1, 1025):
-        with psycopg.connect(partitioned) as conn, pytest.raises(errors.InvalidParameterValue, match="between 0"):
+        with (
+            psycopg.connect(partitioned) as conn,
+            pytest.raises(errors.InvalidParameterValue, match="between 0"),
+        ):
             conn.execute("SELECT bitemporal.partition_versions(%s)", (n,))
     assert scalar(partitioned, "SELECT bitemporal.version_partitions()") == layout
 
 
 def test_the_suite_databases_have_the_layout_under_test(
-    database_url: str, migrated_database_url: str, make_database: DatabaseFactory,
+    database_url: str,
+    migrated_database_url: str,
+    make_database: DatabaseFactory,
     partitions: int | None,
 ) -> None:
     """The templates the suite clones (tests/conftest.py) are migrated in the layout that

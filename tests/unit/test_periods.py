@@ -50,7 +50,9 @@ def test_open_ends() -> None:
     assert str(Period.of(date(2026, 1, 1))) == "[2026-01-01T00:00:00+00:00, )"
 
 
-@pytest.mark.parametrize(("start", "end"), [(date(2026, 1, 2), date(2026, 1, 2)), (date(2026, 1, 3), date(2026, 1, 2))])
+@pytest.mark.parametrize(
+    ("start", "end"), [(date(2026, 1, 2), date(2026, 1, 2)), (date(2026, 1, 3), date(2026, 1, 2))]
+)
 def test_empty_and_inverted_periods_are_refused(start: date, end: date) -> None:
     with pytest.raises(InvalidPeriodError):
         Period.of(start, end)
@@ -71,11 +73,17 @@ T1 = datetime(2026, 1, 1, tzinfo=UTC)
 T2 = datetime(2026, 2, 1, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("period", [Period(T1, T2), Period(T1, None), Period(None, T2), Period(None, None)])
+@pytest.mark.parametrize(
+    "period", [Period(T1, T2), Period(T1, None), Period(None, T2), Period(None, None)]
+)
 def test_round_trips_through_both_ranges(period: Period) -> None:
     as_psycopg, as_sqlalchemy = period.to_range(), period.to_sqlalchemy_range()
     assert isinstance(as_psycopg, Range) and isinstance(as_sqlalchemy, SqlalchemyRange)
-    assert (as_psycopg.lower, as_psycopg.upper) == (as_sqlalchemy.lower, as_sqlalchemy.upper) == (period.start, period.end)
+    assert (
+        (as_psycopg.lower, as_psycopg.upper)
+        == (as_sqlalchemy.lower, as_sqlalchemy.upper)
+        == (period.start, period.end)
+    )
     assert as_psycopg.lower_inc == (period.start is not None) and not as_psycopg.upper_inc
     assert as_sqlalchemy.bounds == "[)"
     assert Period.from_range(as_psycopg) == Period.from_range(as_sqlalchemy) == period
