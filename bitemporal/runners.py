@@ -80,7 +80,11 @@ def _rows(step: Step) -> RowFactory[Any]:
 
 
 @contextmanager
-def _pinned_to(pinned: ContextVar[Any], conn: Any) -> Iterator[None]:
+def _pinned_to(pinned: ContextVar[Any], conn: Any, pool: bool) -> Iterator[None]:
+    # Only a pool hands out another connection per call.
+    if not pool:
+        yield
+        return
     token = pinned.set(conn)
     try:
         yield
@@ -175,6 +179,7 @@ class Runner:
         self._lease = _leaser(source)
         self._pinned: ContextVar[psycopg.Connection[Any] | None] = ContextVar(
             "bitemporal_connection", default=None)
+        self._pool = isinstance(source, psycopg_pool.ConnectionPool)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -196,7 +201,7 @@ class Runner:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """One transaction (a savepoint if one is open) for every call in the block."""
-        with self.block(Access.TRANSACTION) as conn, _pinned_to(self._pinned, conn):
+        with self.block(Access.TRANSACTION) as conn, _pinned_to(self._pinned, conn, self._pool):
             yield conn
 
     def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T:
@@ -218,6 +223,7 @@ class AsyncRunner:
         self._lease = _async_leaser(source)
         self._pinned: ContextVar[psycopg.AsyncConnection[Any] | None] = ContextVar(
             "bitemporal_async_connection", default=None)
+        self._pool = isinstance(source, psycopg_pool.AsyncConnectionPool)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -241,7 +247,7 @@ class AsyncRunner:
     async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """One transaction (a savepoint if one is open) for every call in the block."""
         async with self.block(Access.TRANSACTION) as conn:
-            with _pinned_to(self._pinned, conn):
+            with _pinned_to(self._pinned, conn, self._pool):
                 yield conn
 
     async def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T:
