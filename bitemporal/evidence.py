@@ -41,15 +41,7 @@ from .model import (
     check_key_part,
     json_text,
 )
-from .operations import (
-    AsyncRepository,
-    Statement,
-    Steps,
-    SyncRepository,
-    one,
-    reads,
-    writes,
-)
+from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 from .periods import Instant, period_bounds, to_optional_instant
 
 #: Full-text configuration passages are indexed with unless told otherwise.

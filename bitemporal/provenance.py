@@ -35,15 +35,7 @@ from psycopg.types.json import Jsonb
 from .errors import InvalidArtifactError, UnknownArtifactError, check_optional_text
 from .jsonvalues import JSON, dumps
 from .model import Key, Version
-from .operations import (
-    AsyncRepository,
-    Statement,
-    Steps,
-    SyncRepository,
-    one,
-    reads,
-    writes,
-)
+from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 from .periods import Instant, to_optional_instant
 
 #: The channel a supersession or retraction is announced on (``LISTEN bitemporal_invalidation``).
