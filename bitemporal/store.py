@@ -6,12 +6,17 @@ A store is built on whatever connection the application already has:
   call is its own transaction, and :meth:`Store.transaction` groups calls;
 * ``Store(psycopg_connection)`` takes part in the caller's transaction;
 * ``Store(sqlalchemy_connection_or_session)`` does the same on the psycopg
-  connection underneath SQLAlchemy's.
+  connection underneath SQLAlchemy's;
+* ``Store(psycopg_pool.ConnectionPool(...))`` borrows a connection per call
+  (for threaded servers); :meth:`Store.transaction` keeps one for its block.
 
 Each write is atomic: a single statement on an idle autocommit connection is a
 transaction of its own; anything else runs inside ``connection.transaction()``,
 a savepoint inside the caller's transaction. So a refused write leaves the
-store, and the caller's transaction, exactly as they were.
+store, and the caller's transaction, exactly as they were. The repositories'
+methods are operations (:mod:`bitemporal.operations`) run by a
+:class:`~bitemporal.runners.Runner`; :class:`~bitemporal.AsyncStore` runs the
+same ones asynchronously.
 """
 
 from __future__ import annotations
