@@ -17,7 +17,8 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks", description="Run one of the project's benchmarks from a checkout."
+        prog="python -m benchmarks",
+        description="Run one of the project's benchmarks from a checkout.",
     )
     parser.add_argument("suite", choices=SUITES)
     parser.add_argument("options", nargs=argparse.REMAINDER, help="the suite's own options")

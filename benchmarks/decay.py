@@ -657,4 +657,3 @@ def _run(
     write(format_table(["connections", "recalls/s"], recall_rates(url, seconds)))
     write(f"\ntotal {time.perf_counter() - started:.1f} s\n")
     return 0
-

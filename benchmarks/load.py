@@ -65,22 +65,33 @@ def _writer(url: str, keys: list[Key], stop: threading.Event, seed: int, tally: 
         while not stop.is_set():
             key = rng.choice(keys)
             start = rng.randrange(0, 60)
-            valid_from, valid_to = DAY0 + timedelta(days=start), DAY0 + timedelta(days=start + rng.randrange(1, 30))
+            valid_from, valid_to = (
+                DAY0 + timedelta(days=start),
+                DAY0 + timedelta(days=start + rng.randrange(1, 30)),
+            )
             began = time.perf_counter()
             try:
                 if rng.random() < 0.1:
-                    store.facts.retract(key, source=f"s{rng.randrange(2)}", valid_from=valid_from, valid_to=valid_to)
+                    store.facts.retract(
+                        key, source=f"s{rng.randrange(2)}", valid_from=valid_from, valid_to=valid_to
+                    )
                 else:
-                    store.facts.record(key, rng.randrange(5), source=f"s{rng.randrange(2)}",
-                                       valid_from=valid_from, valid_to=valid_to)
+                    store.facts.record(
+                        key,
+                        rng.randrange(5),
+                        source=f"s{rng.randrange(2)}",
+                        valid_from=valid_from,
+                        valid_to=valid_to,
+                    )
             except Exception as exc:  # noqa: BLE001 - counted and reported
                 tally.error(exc)
                 continue
             tally.latencies_ms.append((time.perf_counter() - began) * 1000)
 
 
-def _reader(url: str, keys: list[Key], stop: threading.Event, seed: int, tally: Tally,
-            captured: list[Any]) -> None:
+def _reader(
+    url: str, keys: list[Key], stop: threading.Event, seed: int, tally: Tally, captured: list[Any]
+) -> None:
     rng = random.Random(seed)
     with psycopg.connect(url, autocommit=True) as conn:
         store = Store(conn)
@@ -100,11 +111,20 @@ def _reader(url: str, keys: list[Key], stop: threading.Event, seed: int, tally: 
                 continue
             tally.latencies_ms.append((time.perf_counter() - began) * 1000)
             if len(captured) < 5000:
-                captured.append((key, valid_at, known_at, answer.values,
-                                 tuple(v.version_id for v in answer.versions)))
+                captured.append(
+                    (
+                        key,
+                        valid_at,
+                        known_at,
+                        answer.values,
+                        tuple(v.version_id for v in answer.versions),
+                    )
+                )
 
 
-def run_phase(url: str, name: str, keys: list[Key], writers: int, readers: int, seconds: float) -> Phase:
+def run_phase(
+    url: str, name: str, keys: list[Key], writers: int, readers: int, seconds: float
+) -> Phase:
     with psycopg.connect(url, autocommit=True) as conn:
         store = Store(conn)
         for key in keys:  # every key exists before readers ask about it
@@ -112,9 +132,13 @@ def run_phase(url: str, name: str, keys: list[Key], writers: int, readers: int, 
     stop = threading.Event()
     writes, reads = Tally(), Tally()
     captured: list[Any] = []
-    threads = [threading.Thread(target=_writer, args=(url, keys, stop, i, writes)) for i in range(writers)]
-    threads += [threading.Thread(target=_reader, args=(url, keys, stop, 1000 + i, reads, captured))
-                for i in range(readers)]
+    threads = [
+        threading.Thread(target=_writer, args=(url, keys, stop, i, writes)) for i in range(writers)
+    ]
+    threads += [
+        threading.Thread(target=_reader, args=(url, keys, stop, 1000 + i, reads, captured))
+        for i in range(readers)
+    ]
     for t in threads:
         t.start()
     time.sleep(seconds)
@@ -144,8 +168,11 @@ def verify(url: str, phases: list[Phase]) -> dict[str, int]:
                 if again.values != values or tuple(v.version_id for v in again.versions) != ids:
                     changed += 1
     assert overlaps is not None and empty is not None
-    return {"overlapping versions": overlaps[0], "empty periods": empty[0],
-            "past answers changed": changed}
+    return {
+        "overlapping versions": overlaps[0],
+        "empty periods": empty[0],
+        "past answers changed": changed,
+    }
 
 
 def _stats(tally: Tally, seconds: float) -> tuple[str, str, str, str]:
@@ -153,8 +180,12 @@ def _stats(tally: Tally, seconds: float) -> tuple[str, str, str, str]:
         return ("0", "-", "-", str(sum(tally.errors.values())))
     ordered = sorted(tally.latencies_ms)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (f"{len(ordered) / seconds:,.0f}", f"{statistics.median(ordered):.2f}", f"{p99:.2f}",
-            str(sum(tally.errors.values())))
+    return (
+        f"{len(ordered) / seconds:,.0f}",
+        f"{statistics.median(ordered):.2f}",
+        f"{p99:.2f}",
+        str(sum(tally.errors.values())),
+    )
 
 
 def report(phases: list[Phase], violations: dict[str, int], server: int) -> str:
@@ -162,27 +193,50 @@ def report(phases: list[Phase], violations: dict[str, int], server: int) -> str:
     for phase in phases:
         rows.append((phase.name, "record/retract", *_stats(phase.writes, phase.seconds)))
         rows.append((phase.name, "resolve", *_stats(phase.reads, phase.seconds)))
-    errors = {name: n for phase in phases for tally in (phase.writes, phase.reads) for name, n in tally.errors.items()}
+    errors = {
+        name: n
+        for phase in phases
+        for tally in (phase.writes, phase.reads)
+        for name, n in tally.errors.items()
+    }
     text = f"PostgreSQL {server}\n" + format_table(
-        ("phase", "operation", "ops/s", "p50 ms", "p99 ms", "errors"), rows)
-    text += "errors by kind: " + (", ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "none") + "\n"
+        ("phase", "operation", "ops/s", "p50 ms", "p99 ms", "errors"), rows
+    )
+    text += (
+        "errors by kind: "
+        + (", ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "none")
+        + "\n"
+    )
     text += "invariants: " + ", ".join(f"{k}={v}" for k, v in violations.items()) + "\n"
     return text
 
 
-def run(url: str, writers: int, readers: int, seconds: float, keys: int) -> tuple[list[Phase], dict[str, int], int]:
+def run(
+    url: str, writers: int, readers: int, seconds: float, keys: int
+) -> tuple[list[Phase], dict[str, int], int]:
     with psycopg.connect(url) as conn:
         server = conn.info.server_version // 10000
     phases = [
         run_phase(url, "one hot key", [Key("load:hot", "a")], writers, readers, seconds),
-        run_phase(url, f"{keys:,} keys", [Key(f"load:{n}", "a") for n in range(keys)], writers, readers, seconds),
+        run_phase(
+            url,
+            f"{keys:,} keys",
+            [Key(f"load:{n}", "a") for n in range(keys)],
+            writers,
+            readers,
+            seconds,
+        ),
     ]
     return phases, verify(url, phases), server
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks load", description=__doc__.split("\n")[0])
-    parser.add_argument("--url", help="server to create a scratch database on (default: as for connect)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks load", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--url", help="server to create a scratch database on (default: as for connect)"
+    )
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--readers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
@@ -192,6 +246,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         migrate(url)
         phases, violations, server = run(url, args.writers, args.readers, args.seconds, args.keys)
     sys.stdout.write(report(phases, violations, server))
-    failed = any(violations.values()) or any(
-        t.errors for p in phases for t in (p.writes, p.reads))
+    failed = any(violations.values()) or any(t.errors for p in phases for t in (p.writes, p.reads))
     return 1 if failed else 0

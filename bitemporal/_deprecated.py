@@ -23,8 +23,11 @@ def forward(old: str, *new: ModuleType) -> Callable[[str], Any]:
     names = " and ".join(module.__name__ for module in new)
     # stacklevel 3: past this function and the shim to the import statement (the warnings
     # module skips importlib's frames), so the warning names the user's line.
-    warnings.warn(f"{old} is deprecated and goes at 1.0: import from {names}",
-                  DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"{old} is deprecated and goes at 1.0: import from {names}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
     def __getattr__(name: str) -> Any:
         for module in new:

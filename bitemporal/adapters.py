@@ -53,8 +53,16 @@ class UtcTimestamptzLoader(Loader):
         # 10000, which datetime cannot hold: compute from a year earlier (9999 has 365 days).
         shift = timedelta(days=365) if int(year) == 10000 else timedelta(0)
         try:
-            wall = datetime(int(year) - (1 if shift else 0), int(month), int(day), int(hour),
-                            int(minute), int(second), micro, tzinfo=UTC)
+            wall = datetime(
+                int(year) - (1 if shift else 0),
+                int(month),
+                int(day),
+                int(hour),
+                int(minute),
+                int(second),
+                micro,
+                tzinfo=UTC,
+            )
             return wall + (shift - offset)
         except (ValueError, OverflowError) as exc:
             raise InvalidTimeError(

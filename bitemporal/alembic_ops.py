@@ -71,8 +71,12 @@ class CreateBitemporalTableOp(MigrateOperation):
     """Create a table with key and value columns and make it bitemporal."""
 
     def __init__(
-        self, table_name: str, columns: Sequence[Column[Any]], key: Sequence[str],
-        schema: str | None = None, **kw: Any,
+        self,
+        table_name: str,
+        columns: Sequence[Column[Any]],
+        key: Sequence[str],
+        schema: str | None = None,
+        **kw: Any,
     ) -> None:
         self.table_name = table_name
         self.columns = list(columns)
@@ -82,8 +86,13 @@ class CreateBitemporalTableOp(MigrateOperation):
 
     @classmethod
     def create_bitemporal_table(
-        cls, operations: Operations, table_name: str, *columns: Column[Any],
-        key: Sequence[str], schema: str | None = None, **kw: Any,
+        cls,
+        operations: Operations,
+        table_name: str,
+        *columns: Column[Any],
+        key: Sequence[str],
+        schema: str | None = None,
+        **kw: Any,
     ) -> None:
         """``op.create_table(table_name, *columns, schema=schema, **kw)``, then
         ``bitemporal.enable_table`` keyed by ``key``: adds the version and period
@@ -104,7 +113,9 @@ class DropBitemporalTableOp(MigrateOperation):
         self.schema = schema
 
     @classmethod
-    def drop_bitemporal_table(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
+    def drop_bitemporal_table(
+        cls, operations: Operations, table_name: str, schema: str | None = None
+    ) -> None:
         """``bitemporal.drop_table``: the table, its history, its ``<table>_key`` table,
         its generated functions and the temporal references it makes."""
         operations.invoke(cls(table_name, schema=schema))
@@ -115,7 +126,11 @@ class ConvertToBitemporalOp(MigrateOperation):
     """Make an existing table bitemporal, keeping its rows as the first versions."""
 
     def __init__(
-        self, table_name: str, key: Sequence[str], valid_from: datetime | None = None, schema: str | None = None,
+        self,
+        table_name: str,
+        key: Sequence[str],
+        valid_from: datetime | None = None,
+        schema: str | None = None,
     ) -> None:
         self.table_name = table_name
         self.key = list(key)
@@ -124,8 +139,12 @@ class ConvertToBitemporalOp(MigrateOperation):
 
     @classmethod
     def convert_to_bitemporal(
-        cls, operations: Operations, table_name: str, key: Sequence[str],
-        valid_from: datetime | None = None, schema: str | None = None,
+        cls,
+        operations: Operations,
+        table_name: str,
+        key: Sequence[str],
+        valid_from: datetime | None = None,
+        schema: str | None = None,
     ) -> None:
         """``bitemporal.enable_table`` on an existing table: its rows become versions valid
         from ``valid_from`` (None: unbounded) and known from the migration's transaction
@@ -145,7 +164,9 @@ class ConvertFromBitemporalOp(MigrateOperation):
         self.schema = schema
 
     @classmethod
-    def convert_from_bitemporal(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
+    def convert_from_bitemporal(
+        cls, operations: Operations, table_name: str, schema: str | None = None
+    ) -> None:
         """``bitemporal.disable_table``: refused (BT402) once anything was recorded since
         the conversion, because that history would be lost."""
         operations.invoke(cls(table_name, schema=schema))
@@ -160,7 +181,9 @@ class RefreshBitemporalTableOp(MigrateOperation):
         self.schema = schema
 
     @classmethod
-    def refresh_bitemporal_table(cls, operations: Operations, table_name: str, schema: str | None = None) -> None:
+    def refresh_bitemporal_table(
+        cls, operations: Operations, table_name: str, schema: str | None = None
+    ) -> None:
         """``bitemporal.refresh_table``, after ``op.add_column`` / ``op.drop_column`` on a
         bitemporal table: the generated functions take the new set of value columns
         and keep their ``EXECUTE`` grants."""
@@ -175,8 +198,13 @@ class CreateTemporalReferenceOp(MigrateOperation):
     """A child table's columns refer to a parent table's key over every valid time."""
 
     def __init__(
-        self, constraint_name: str | None, source_table: str, referent_table: str, local_cols: Sequence[str],
-        source_schema: str | None = None, referent_schema: str | None = None,
+        self,
+        constraint_name: str | None,
+        source_table: str,
+        referent_table: str,
+        local_cols: Sequence[str],
+        source_schema: str | None = None,
+        referent_schema: str | None = None,
     ) -> None:
         self.constraint_name = constraint_name
         self.source_table = source_table
@@ -187,32 +215,54 @@ class CreateTemporalReferenceOp(MigrateOperation):
 
     @classmethod
     def create_temporal_reference(
-        cls, operations: Operations, constraint_name: str | None, source_table: str, referent_table: str,
-        local_cols: Sequence[str], source_schema: str | None = None, referent_schema: str | None = None,
+        cls,
+        operations: Operations,
+        constraint_name: str | None,
+        source_table: str,
+        referent_table: str,
+        local_cols: Sequence[str],
+        source_schema: str | None = None,
+        referent_schema: str | None = None,
     ) -> None:
         """``bitemporal.add_reference``, shaped like ``op.create_foreign_key``: the
         referent's columns are its key."""
-        operations.invoke(cls(constraint_name, source_table, referent_table, local_cols,
-                              source_schema=source_schema, referent_schema=referent_schema))
+        operations.invoke(
+            cls(
+                constraint_name,
+                source_table,
+                referent_table,
+                local_cols,
+                source_schema=source_schema,
+                referent_schema=referent_schema,
+            )
+        )
 
     def reverse(self) -> DropTemporalReferenceOp:
         if self.constraint_name is None:
             raise ValueError("name the temporal reference to be able to reverse it")
-        return DropTemporalReferenceOp(self.constraint_name, self.source_table, source_schema=self.source_schema)
+        return DropTemporalReferenceOp(
+            self.constraint_name, self.source_table, source_schema=self.source_schema
+        )
 
 
 @Operations.register_operation("drop_temporal_reference")
 class DropTemporalReferenceOp(MigrateOperation):
     """Drop a temporal reference."""
 
-    def __init__(self, constraint_name: str, source_table: str, source_schema: str | None = None) -> None:
+    def __init__(
+        self, constraint_name: str, source_table: str, source_schema: str | None = None
+    ) -> None:
         self.constraint_name = constraint_name
         self.source_table = source_table
         self.source_schema = source_schema
 
     @classmethod
     def drop_temporal_reference(
-        cls, operations: Operations, constraint_name: str, source_table: str, source_schema: str | None = None,
+        cls,
+        operations: Operations,
+        constraint_name: str,
+        source_table: str,
+        source_schema: str | None = None,
     ) -> None:
         """``bitemporal.drop_reference``."""
         operations.invoke(cls(constraint_name, source_table, source_schema=source_schema))
@@ -220,7 +270,9 @@ class DropTemporalReferenceOp(MigrateOperation):
 
 @Operations.implementation_for(CreateBitemporalTableOp)
 def _create_bitemporal_table(operations: Operations, operation: CreateBitemporalTableOp) -> None:
-    operations.create_table(operation.table_name, *operation.columns, schema=operation.schema, **operation.kw)
+    operations.create_table(
+        operation.table_name, *operation.columns, schema=operation.schema, **operation.kw
+    )
     _enable(operations, operation.table_name, operation.schema, operation.key, None)
 
 
@@ -230,52 +282,76 @@ def _convert_to_bitemporal(operations: Operations, operation: ConvertToBitempora
 
 
 def _enable(
-    operations: Operations, table: str, schema: str | None, key: Sequence[str], valid_from: datetime | None
+    operations: Operations,
+    table: str,
+    schema: str | None,
+    key: Sequence[str],
+    valid_from: datetime | None,
 ) -> None:
-    operations.execute(_call(
-        "SELECT bitemporal.enable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass), :key, :valid_from)",
-        *_relation_params("t", table, schema),
-        bindparam("key", list(key), type_=ARRAY(Text)),
-        bindparam("valid_from", valid_from, type_=DateTime(timezone=True)),
-    ))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.enable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass), :key, :valid_from)",
+            *_relation_params("t", table, schema),
+            bindparam("key", list(key), type_=ARRAY(Text)),
+            bindparam("valid_from", valid_from, type_=DateTime(timezone=True)),
+        )
+    )
 
 
 @Operations.implementation_for(DropBitemporalTableOp)
 def _drop_bitemporal_table(operations: Operations, operation: DropBitemporalTableOp) -> None:
-    operations.execute(_call("SELECT bitemporal.drop_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
-                             *_relation_params("t", operation.table_name, operation.schema)))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.drop_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
+            *_relation_params("t", operation.table_name, operation.schema),
+        )
+    )
 
 
 @Operations.implementation_for(ConvertFromBitemporalOp)
 def _convert_from_bitemporal(operations: Operations, operation: ConvertFromBitemporalOp) -> None:
-    operations.execute(_call("SELECT bitemporal.disable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
-                             *_relation_params("t", operation.table_name, operation.schema)))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.disable_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
+            *_relation_params("t", operation.table_name, operation.schema),
+        )
+    )
 
 
 @Operations.implementation_for(RefreshBitemporalTableOp)
 def _refresh_bitemporal_table(operations: Operations, operation: RefreshBitemporalTableOp) -> None:
-    operations.execute(_call("SELECT bitemporal.refresh_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
-                             *_relation_params("t", operation.table_name, operation.schema)))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.refresh_table(CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' || quote_ident(:t_table) AS regclass))",
+            *_relation_params("t", operation.table_name, operation.schema),
+        )
+    )
 
 
 @Operations.implementation_for(CreateTemporalReferenceOp)
-def _create_temporal_reference(operations: Operations, operation: CreateTemporalReferenceOp) -> None:
-    operations.execute(_call(
-        "SELECT bitemporal.add_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :columns, CAST(quote_ident(coalesce(:p_schema, current_schema())) || '.' || quote_ident(:p_table) AS regclass), :name)",
-        *_relation_params("c", operation.source_table, operation.source_schema),
-        *_relation_params("p", operation.referent_table, operation.referent_schema),
-        bindparam("columns", operation.local_cols, type_=ARRAY(Text)),
-        bindparam("name", operation.constraint_name, type_=Text),
-    ))
+def _create_temporal_reference(
+    operations: Operations, operation: CreateTemporalReferenceOp
+) -> None:
+    operations.execute(
+        _call(
+            "SELECT bitemporal.add_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :columns, CAST(quote_ident(coalesce(:p_schema, current_schema())) || '.' || quote_ident(:p_table) AS regclass), :name)",
+            *_relation_params("c", operation.source_table, operation.source_schema),
+            *_relation_params("p", operation.referent_table, operation.referent_schema),
+            bindparam("columns", operation.local_cols, type_=ARRAY(Text)),
+            bindparam("name", operation.constraint_name, type_=Text),
+        )
+    )
 
 
 @Operations.implementation_for(DropTemporalReferenceOp)
 def _drop_temporal_reference(operations: Operations, operation: DropTemporalReferenceOp) -> None:
-    operations.execute(_call(
-        "SELECT bitemporal.drop_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :name)",
-        *_relation_params("c", operation.source_table, operation.source_schema),
-        bindparam("name", operation.constraint_name, type_=Text),
-    ))
+    operations.execute(
+        _call(
+            "SELECT bitemporal.drop_reference(CAST(quote_ident(coalesce(:c_schema, current_schema())) || '.' || quote_ident(:c_table) AS regclass), :name)",
+            *_relation_params("c", operation.source_table, operation.source_schema),
+            bindparam("name", operation.constraint_name, type_=Text),
+        )
+    )
 
 
 # What enable_table and add_reference add to a table, which a model mapped with
@@ -288,7 +364,9 @@ def _is_bitemporal(table: Any) -> bool:
     return columns is not None and "valid_period" in columns and "known_period" in columns
 
 
-def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+def include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
     """An ``include_object`` hook for ``context.configure`` in an application's ``env.py``:
     autogenerate (and ``alembic check``) then ignores what bitemporal manages for tables
     mapped with :class:`bitemporal.orm.Bitemporal` (their ``<table>_key`` tables, the
@@ -299,7 +377,10 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
         return True
     if type_ == "table":
         # A key table has the shape enable_table gives it.
-        return not (name.endswith("_key") and {"first_known_at", "last_known_at", "last_txid"} <= set(obj.c.keys()))
+        return not (
+            name.endswith("_key")
+            and {"first_known_at", "last_known_at", "last_txid"} <= set(obj.c.keys())
+        )
     table = getattr(obj, "table", None)
     if table is None or not _is_bitemporal(table):
         return True
@@ -307,8 +388,14 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
         return name != "recorded_in"
     if type_ == "index":
         managed = name.startswith(table.name) and name.endswith(_MANAGED_INDEX_SUFFIXES)
-        return not (managed or (name.endswith("_idx") and "upper_inf(known_period)" in str(
-            obj.dialect_options["postgresql"].get("where", ""))))
+        return not (
+            managed
+            or (
+                name.endswith("_idx")
+                and "upper_inf(known_period)"
+                in str(obj.dialect_options["postgresql"].get("where", ""))
+            )
+        )
     if type_ == "foreign_key_constraint":
         return name != f"{table.name}_key_fkey"
     return True

@@ -67,22 +67,36 @@ class ExplainedVersion:
         known_from = parse_time(d["known_from"])
         assert known_from is not None
         return cls(
-            version_id=d["version_id"], source=d["source"], value=d["value"],
-            valid_from=parse_time(d["valid_from"]), valid_to=parse_time(d["valid_to"]),
-            known_from=known_from, known_to=parse_time(d["known_to"]),
-            recorded_by=d.get("recorded_by"), carried_from=d.get("carried_from"),
-            evidence=tuple(ExplainedPassage(e["evidence_id"], e["document"], e["passage"])
-                           for e in d.get("evidence", ())),
+            version_id=d["version_id"],
+            source=d["source"],
+            value=d["value"],
+            valid_from=parse_time(d["valid_from"]),
+            valid_to=parse_time(d["valid_to"]),
+            known_from=known_from,
+            known_to=parse_time(d["known_to"]),
+            recorded_by=d.get("recorded_by"),
+            carried_from=d.get("carried_from"),
+            evidence=tuple(
+                ExplainedPassage(e["evidence_id"], e["document"], e["passage"])
+                for e in d.get("evidence", ())
+            ),
         )
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "version_id": self.version_id, "source": self.source, "value": self.value,
-            "valid_from": iso_time(self.valid_from), "valid_to": iso_time(self.valid_to),
-            "known_from": iso_time(self.known_from), "known_to": iso_time(self.known_to),
-            "recorded_by": self.recorded_by, "carried_from": self.carried_from,
-            "evidence": [{"evidence_id": e.evidence_id, "document": e.document, "passage": e.passage}
-                         for e in self.evidence],
+            "version_id": self.version_id,
+            "source": self.source,
+            "value": self.value,
+            "valid_from": iso_time(self.valid_from),
+            "valid_to": iso_time(self.valid_to),
+            "known_from": iso_time(self.known_from),
+            "known_to": iso_time(self.known_to),
+            "recorded_by": self.recorded_by,
+            "carried_from": self.carried_from,
+            "evidence": [
+                {"evidence_id": e.evidence_id, "document": e.document, "passage": e.passage}
+                for e in self.evidence
+            ],
         }
 
 
@@ -99,13 +113,22 @@ class Alternative:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Alternative:
-        return cls(d["value"], parse_time(d["valid_from"]), parse_time(d["valid_to"]),
-                   tuple(d["sources"]), tuple(d["version_ids"]))
+        return cls(
+            d["value"],
+            parse_time(d["valid_from"]),
+            parse_time(d["valid_to"]),
+            tuple(d["sources"]),
+            tuple(d["version_ids"]),
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "valid_from": iso_time(self.valid_from),
-                "valid_to": iso_time(self.valid_to), "sources": list(self.sources),
-                "version_ids": list(self.version_ids)}
+        return {
+            "value": self.value,
+            "valid_from": iso_time(self.valid_from),
+            "valid_to": iso_time(self.valid_to),
+            "sources": list(self.sources),
+            "version_ids": list(self.version_ids),
+        }
 
 
 class QualificationCode(StrEnum):
@@ -173,6 +196,7 @@ class Explanation:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Explanation:
         """From the jsonb of ``bitemporal.explain`` (or :meth:`as_dict`)."""
+
         def required(name: str) -> datetime:
             t = parse_time(d[name])
             assert t is not None
@@ -188,8 +212,10 @@ class Explanation:
             valid_at=required("valid_at"),
             known_at=required("known_at"),
             now=required("now"),
-            snapshot=Snapshot(parse_time(snapshot["known_at"]) or required("known_at"),
-                              parse_time(snapshot["latest_change"])),
+            snapshot=Snapshot(
+                parse_time(snapshot["known_at"]) or required("known_at"),
+                parse_time(snapshot["latest_change"]),
+            ),
             sources=tuple(d["sources"]),
             versions=tuple(ExplainedVersion.from_dict(v) for v in d["versions"]),
             qualifications=tuple(Qualification.from_dict(q) for q in d["qualifications"]),
@@ -208,8 +234,10 @@ class Explanation:
             "valid_at": iso_time(self.valid_at),
             "known_at": iso_time(self.known_at),
             "now": iso_time(self.now),
-            "snapshot": {"known_at": iso_time(self.snapshot.known_at),
-                         "latest_change": iso_time(self.snapshot.latest_change)},
+            "snapshot": {
+                "known_at": iso_time(self.snapshot.known_at),
+                "latest_change": iso_time(self.snapshot.latest_change),
+            },
             "sources": list(self.sources),
             "qualifications": [q.as_dict() for q in self.qualifications],
             "status_note": self.status_note,
@@ -256,7 +284,8 @@ def fetch(
     """``bitemporal.explain`` for ``key``, as an :class:`Explanation`: the steps of
     :meth:`Facts.explain <bitemporal.Facts.explain>` (see :mod:`bitemporal.operations`)."""
     args = (
-        key.entity, key.attribute,
+        key.entity,
+        key.attribute,
         to_optional_instant(valid_at, name="valid_at"),
         to_optional_instant(known_at, name="known_at"),
         to_optional_instant(now, name="now"),
@@ -279,8 +308,10 @@ def render(explanation: Explanation) -> str:
         answer = "unknown"
     else:
         answer = " or ".join(human_value(a.value) for a in e.alternatives)
-    head = (f"{e.key.entity}/{e.key.attribute} for {human_time(e.valid_at)}, "
-            f"as known on {human_time(e.known_at)}: {answer} ({e.status.value})")
+    head = (
+        f"{e.key.entity}/{e.key.attribute} for {human_time(e.valid_at)}, "
+        f"as known on {human_time(e.known_at)}: {answer} ({e.status.value})"
+    )
     return head + "".join(f"; {q.text}" for q in e.qualifications) + "."
 
 

@@ -118,7 +118,8 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
         schema = (schema or None) if dot else None
     else:
         raise TypeError(
-            f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}")
+            f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}"
+        )
     check_optional_text("table name", name)
     return check_optional_text("schema name", schema), name
 
@@ -155,7 +156,14 @@ def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
 
 
 def _version_columns(d: TableDefinition) -> tuple[str, ...]:
-    return (*d.key_columns, *d.value_columns, "version_id", "valid_period", "known_period", "carried_from")
+    return (
+        *d.key_columns,
+        *d.value_columns,
+        "version_id",
+        "valid_period",
+        "known_period",
+        "carried_from",
+    )
 
 
 class ApplicationTableOperations:
@@ -176,19 +184,27 @@ class ApplicationTableOperations:
         cached = self._definitions.get((schema, name))
         if cached is not None:
             return cached
-        found = one((yield Statement(
-            "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL THEN format('%%I', %(name)s::text)"
-            "                        ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
-            {"schema": schema, "name": name},
-        )))
+        found = one(
+            (
+                yield Statement(
+                    "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL THEN format('%%I', %(name)s::text)"
+                    "                        ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
+                    {"schema": schema, "name": name},
+                )
+            )
+        )
         if found[0] is None:
             shown = name if schema is None else f"{schema}.{name}"
             raise UnknownTableError(f"there is no table {shown}")
-        row = one((yield Statement(
-            "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
-            "  FROM bitemporal.table_definition(%s::oid::regclass) d",
-            (found[0],),
-        )))
+        row = one(
+            (
+                yield Statement(
+                    "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
+                    "  FROM bitemporal.table_definition(%s::oid::regclass) d",
+                    (found[0],),
+                )
+            )
+        )
         d = TableDefinition(row[0], row[1], tuple(row[2]), tuple(row[3]))
         self._definitions[(schema, name)] = d
         return d
@@ -204,7 +220,9 @@ class ApplicationTableOperations:
             )
         missing_key = [c for c in d.key_columns if row.get(c) is None]
         if missing_key:
-            raise InvalidKeyError(f"key column {', '.join(missing_key)} of {d.schema}.{d.name} is missing or None")
+            raise InvalidKeyError(
+                f"key column {', '.join(missing_key)} of {d.schema}.{d.name} is missing or None"
+            )
         missing = [c for c in allowed if c not in row]
         if missing:
             raise InvalidValueError(
@@ -238,9 +256,16 @@ class ApplicationTableOperations:
             "SELECT w.version_id, w.created, w.superseded, w.known_at"
             "  FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
             "       {function}({args}, valid_from => %s, valid_to => %s, known_at => %s) AS w"
-        ).format(row_type=d.row_type, function=d.function("record"),
-                 args=self._named_args((*d.key_columns, *d.value_columns)))
-        params = (_row_json(row), *period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"))
+        ).format(
+            row_type=d.row_type,
+            function=d.function("record"),
+            args=self._named_args((*d.key_columns, *d.value_columns)),
+        )
+        params = (
+            _row_json(row),
+            *period_bounds(valid_from, valid_to),
+            to_optional_instant(known_at, name="known_at"),
+        )
         result = one((yield Statement(query, params)))
         return Recorded(result[0], result[1], tuple(result[2]), result[3])
 
@@ -260,8 +285,16 @@ class ApplicationTableOperations:
         query = sql.SQL(
             "SELECT {function}({args}, valid_from => %s, valid_to => %s, known_at => %s)"
             "  FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
-        ).format(row_type=d.row_type, function=d.function("retract"), args=self._named_args(d.key_columns))
-        params = (*period_bounds(valid_from, valid_to), to_optional_instant(known_at, name="known_at"), _row_json(key))
+        ).format(
+            row_type=d.row_type,
+            function=d.function("retract"),
+            args=self._named_args(d.key_columns),
+        )
+        params = (
+            *period_bounds(valid_from, valid_to),
+            to_optional_instant(known_at, name="known_at"),
+            _row_json(key),
+        )
         result = one((yield Statement(query, params)))
         return tuple(result[0])
 
@@ -280,10 +313,14 @@ class ApplicationTableOperations:
         if key is not None:
             self._check_columns(d, key, key_only=True)
         columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
-        instants = (to_optional_instant(valid_at, name="valid_at"), to_optional_instant(known_at, name="known_at"))
+        instants = (
+            to_optional_instant(valid_at, name="valid_at"),
+            to_optional_instant(known_at, name="known_at"),
+        )
         if key is None:
-            query = sql.SQL("SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id").format(
-                columns=columns, function=d.function("as_of"))
+            query = sql.SQL(
+                "SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id"
+            ).format(columns=columns, function=d.function("as_of"))
             params: tuple[Any, ...] = instants
         else:
             # The key's condition sits next to the inlined as_of function: the
@@ -291,9 +328,14 @@ class ApplicationTableOperations:
             query = sql.SQL(
                 "SELECT {columns} FROM {function}(%s, %s) AS v, jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
                 " WHERE {match} ORDER BY v.version_id"
-            ).format(columns=columns, function=d.function("as_of"), row_type=d.row_type,
-                     match=sql.SQL(" AND ").join(
-                         sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns))
+            ).format(
+                columns=columns,
+                function=d.function("as_of"),
+                row_type=d.row_type,
+                match=sql.SQL(" AND ").join(
+                    sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns
+                ),
+            )
             params = (*instants, _row_json(key))
         return [_version(d, r) for r in (yield Statement(query, params, dicts=True))]
 
@@ -305,8 +347,12 @@ class ApplicationTableOperations:
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r, {function}({args}) AS v"
-        ).format(columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
-                 row_type=d.row_type, function=d.function("history"), args=self._named_args(d.key_columns))
+        ).format(
+            columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
+            row_type=d.row_type,
+            function=d.function("history"),
+            args=self._named_args(d.key_columns),
+        )
         return [_version(d, r) for r in (yield Statement(query, (_row_json(key),), dicts=True))]
 
     @reads
@@ -318,9 +364,14 @@ class ApplicationTableOperations:
         query = sql.SQL(
             "SELECT change, changed_at, version_id, by_version_ids FROM {function}(%s, %s)"
         ).format(function=d.function("changes"))
-        params = (to_optional_instant(known_from, name="known_from"), to_optional_instant(known_to, name="known_to"))
-        return [TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3]))
-                for r in (yield Statement(query, params))]
+        params = (
+            to_optional_instant(known_from, name="known_from"),
+            to_optional_instant(known_to, name="known_to"),
+        )
+        return [
+            TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3]))
+            for r in (yield Statement(query, params))
+        ]
 
 
 class ApplicationTables(ApplicationTableOperations, SyncRepository):

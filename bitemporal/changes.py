@@ -61,7 +61,11 @@ def fetch(
         dicts=True,
     )
     return [
-        Change(ChangeKind(row["change"]), row["changed_at"], Version.from_row(row),
-               tuple(row["by_version_ids"]))
+        Change(
+            ChangeKind(row["change"]),
+            row["changed_at"],
+            Version.from_row(row),
+            tuple(row["by_version_ids"]),
+        )
         for row in rows
     ]

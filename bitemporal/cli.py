@@ -56,8 +56,9 @@ def parse_value(text: str) -> Any:
             f"value {shown(text)} is not JSON", hint="quote text as JSON: '\"text\"'"
         ) from exc
     except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
-        raise InvalidValueError(f"value {shown(text)} cannot be read: {exc or 'nested too deeply'}"
-                                ) from exc
+        raise InvalidValueError(
+            f"value {shown(text)} cannot be read: {exc or 'nested too deeply'}"
+        ) from exc
 
 
 def _instant_arg(text: str) -> Instant:
@@ -129,15 +130,21 @@ def _db(args: argparse.Namespace) -> int:
     elif args.db_command == "current":
         print(migrations.current(args.url) or "(not migrated)")
     else:
-        sys.stdout.write(migrations.sql_script(args.revision, start=args.start, partitions=args.partitions))
+        sys.stdout.write(
+            migrations.sql_script(args.revision, start=args.start, partitions=args.partitions)
+        )
     return 0
 
 
 def _record(args: argparse.Namespace) -> int:
     with _open(args.url) as store:
         result = store.facts.record(
-            Key(args.entity, args.attribute), parse_value(args.value), source=args.source,
-            valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
+            Key(args.entity, args.attribute),
+            parse_value(args.value),
+            source=args.source,
+            valid_from=args.valid_from,
+            valid_to=args.valid_to,
+            known_at=args.known_at,
             recorded_by=args.recorded_by,
         )
     if result.created:
@@ -151,8 +158,11 @@ def _record(args: argparse.Namespace) -> int:
 def _retract(args: argparse.Namespace) -> int:
     with _open(args.url) as store:
         ended = store.facts.retract(
-            Key(args.entity, args.attribute), source=args.source,
-            valid_from=args.valid_from, valid_to=args.valid_to, known_at=args.known_at,
+            Key(args.entity, args.attribute),
+            source=args.source,
+            valid_from=args.valid_from,
+            valid_to=args.valid_to,
+            known_at=args.known_at,
         )
     print(f"retracted: versions {', '.join(map(str, ended))}" if ended else "nothing to retract")
     return 0
@@ -161,14 +171,19 @@ def _retract(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace) -> int:
     with _open(args.url) as store:
         answer = store.facts.resolve(
-            Key(args.entity, args.attribute), valid_at=args.valid_at, known_at=args.known_at,
+            Key(args.entity, args.attribute),
+            valid_at=args.valid_at,
+            known_at=args.known_at,
             now=args.now,
         )
     if args.json:
         print(dumps(answer_json(answer), indent=2))
         return 0
-    value = dumps(answer.value) if answer.value is not None else (
-        " | ".join(map(dumps, answer.values)) or "-")
+    value = (
+        dumps(answer.value)
+        if answer.value is not None
+        else (" | ".join(map(dumps, answer.values)) or "-")
+    )
     print(
         f"{answer.key}: {value}\n"
         f"status: {answer.status.value}; interpretation: {answer.interpretation.value}\n"
@@ -204,7 +219,10 @@ def _import(args: argparse.Namespace) -> int:
     with _open(args.url) as store:
         try:
             report = import_file(
-                store.facts, args.file, fmt=args.format, batch_size=args.batch_size,
+                store.facts,
+                args.file,
+                fmt=args.format,
+                batch_size=args.batch_size,
                 max_errors=args.max_errors,
                 progress=None if args.quiet else Progress(sys.stderr).update,
             )
@@ -213,9 +231,11 @@ def _import(args: argparse.Namespace) -> int:
             print_problems(exc)
             return 1
     batches = "batch" if report.batches == 1 else "batches"
-    print(f"imported {report.rows:,} rows from {args.file}: {report.created:,} created, "
-          f"{report.unchanged:,} unchanged (already known), in {report.batches:,} {batches} "
-          f"(one transaction each), {report.seconds:.1f} s")
+    print(
+        f"imported {report.rows:,} rows from {args.file}: {report.created:,} created, "
+        f"{report.unchanged:,} unchanged (already known), in {report.batches:,} {batches} "
+        f"(one transaction each), {report.seconds:.1f} s"
+    )
     return 0
 
 
@@ -229,28 +249,40 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("bitemporal").strip()
-        self.exit(2, f"bitemporal: error: {where + ': ' if where else ''}{message} "
-                     f"(see `{self.prog} --help`)\n")
+        self.exit(
+            2,
+            f"bitemporal: error: {where + ': ' if where else ''}{message} "
+            f"(see `{self.prog} --help`)\n",
+        )
 
 
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="bitemporal", description=__doc__.split("\n")[0])
-    top.add_argument("--url", help="database URL (default: $BITEMPORAL_DATABASE_URL, "
-                     "$DATABASE_URL, else an embedded PostgreSQL 18)")
+    top.add_argument(
+        "--url",
+        help="database URL (default: $BITEMPORAL_DATABASE_URL, "
+        "$DATABASE_URL, else an embedded PostgreSQL 18)",
+    )
     commands = top.add_subparsers(dest="command", required=True)
 
     db = commands.add_parser("db", help="migrate the database schema")
     db_commands = db.add_subparsers(dest="db_command", required=True)
-    partitions_help = ("hash-partition the version table by entity into N partitions "
-                       "(applied by migration 0008; see README, Partitioned layout)")
+    partitions_help = (
+        "hash-partition the version table by entity into N partitions "
+        "(applied by migration 0008; see README, Partitioned layout)"
+    )
     upgrade = db_commands.add_parser("upgrade", help="upgrade to a revision (default head)")
     upgrade.add_argument("revision", nargs="?", default="head")
     upgrade.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
     downgrade = db_commands.add_parser(
-        "downgrade", help="downgrade to a revision (base: drop the schema's objects)")
+        "downgrade", help="downgrade to a revision (base: drop the schema's objects)"
+    )
     downgrade.add_argument("revision", help="the revision to go down to, e.g. 0007, -1 or base")
-    downgrade.add_argument("--force", action="store_true",
-                           help="drop tables that hold data (history is lost); refused without it")
+    downgrade.add_argument(
+        "--force",
+        action="store_true",
+        help="drop tables that hold data (history is lost); refused without it",
+    )
     db_commands.add_parser("current", help="print the current revision")
     sql = db_commands.add_parser("sql", help="print the upgrade SQL for review (offline)")
     sql.add_argument("revision", nargs="?", default="head")
@@ -296,21 +328,28 @@ def parser() -> argparse.ArgumentParser:
     plot.set_defaults(handler=_plot)
 
     ingest = commands.add_parser(
-        "import", help="bulk-record the rows of a CSV or JSON Lines file (record_many)",
+        "import",
+        help="bulk-record the rows of a CSV or JSON Lines file (record_many)",
         description="Each row is recorded as by `bitemporal record` (fields entity, attribute, "
-                    "source, value, valid_from, valid_to, known_at, recorded_by; CSV: a header "
-                    "naming them, value as JSON text; JSON Lines: one object per line). Rows go "
-                    "in batches, each batch one transaction: a batch with a bad row writes "
-                    "nothing, the import stops there, and the batches before it stay imported.")
+        "source, value, valid_from, valid_to, known_at, recorded_by; CSV: a header "
+        "naming them, value as JSON text; JSON Lines: one object per line). Rows go "
+        "in batches, each batch one transaction: a batch with a bad row writes "
+        "nothing, the import stops there, and the batches before it stay imported.",
+    )
     ingest.add_argument("file")
     ingest.add_argument("--format", choices=["csv", "jsonl"], help="default: from the file name")
-    ingest.add_argument("--batch-size", type=_count_arg, default=10_000, help="rows per batch (default 10000)")
-    ingest.add_argument("--max-errors", type=_count_arg, default=100, help="bad rows to list (default 100)")
+    ingest.add_argument(
+        "--batch-size", type=_count_arg, default=10_000, help="rows per batch (default 10000)"
+    )
+    ingest.add_argument(
+        "--max-errors", type=_count_arg, default=100, help="bad rows to list (default 100)"
+    )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     ingest.set_defaults(handler=_import)
 
-    commands.add_parser("demo", help="replay the worked example in a scratch database").set_defaults(
-        handler=_demo)
+    commands.add_parser(
+        "demo", help="replay the worked example in a scratch database"
+    ).set_defaults(handler=_demo)
     return top
 
 

@@ -58,9 +58,15 @@ def versions_table(versions: Sequence[Version]) -> str:
     """Versions as a text table, one line each, open ends as ``(open)``."""
     header = ("version", "source", "value", "valid from", "valid to", "known from", "known to")
     rows = [
-        (v.version_id, v.source, dumps(v.value), stamp(v.valid_period.start) or "(open)",
-         stamp(v.valid_period.end) or "(open)", stamp(v.known_period.start),
-         stamp(v.known_period.end) or "(open)")
+        (
+            v.version_id,
+            v.source,
+            dumps(v.value),
+            stamp(v.valid_period.start) or "(open)",
+            stamp(v.valid_period.end) or "(open)",
+            stamp(v.known_period.start),
+            stamp(v.known_period.end) or "(open)",
+        )
         for v in versions
     ]
     return format_table(header, rows)

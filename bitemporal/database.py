@@ -75,7 +75,9 @@ def _clients(data_dir: Path) -> Iterator[set[Client]]:
         fcntl.flock(file, fcntl.LOCK_EX)  # released when the file closes
         file.seek(0)
         try:
-            listed = {(int(pid), float(started)) for pid, started in json.loads(file.read() or "[]")}
+            listed = {
+                (int(pid), float(started)) for pid, started in json.loads(file.read() or "[]")
+            }
         except (ValueError, TypeError):
             listed = set()  # unreadable: only live processes matter, and they re-register
         live = {entry for entry in listed if _still_running(entry)}

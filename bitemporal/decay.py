@@ -347,11 +347,15 @@ class MemoryOperations:
             pinned,
             None if stability is None else own,
         )
-        row = one((yield Statement(
-            f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_register(%s, %s, %s, %s, %s, %s)",
-            args,
-            dicts=True,
-        )))
+        row = one(
+            (
+                yield Statement(
+                    f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_register(%s, %s, %s, %s, %s, %s)",
+                    args,
+                    dicts=True,
+                )
+            )
+        )
         return MemoryItem.from_row(row)
 
     @writes
@@ -368,7 +372,10 @@ class MemoryOperations:
         own = self.policy.initial_stability(stability)
         count = yield from _scalar(
             "SELECT bitemporal.memory_register_many(%s, %s::text[], %s, %s)",
-            self.namespace, ids, pinned, None if stability is None else own,
+            self.namespace,
+            ids,
+            pinned,
+            None if stability is None else own,
         )
         return int(count)
 
@@ -377,7 +384,8 @@ class MemoryOperations:
         """Reinforce a present item; False (and nothing changes) if unknown or evicted."""
         _check_name("item id", item_id)
         recalled = yield from _scalar(
-            "SELECT bitemporal.memory_recall(%s, %s)", self.namespace, item_id)
+            "SELECT bitemporal.memory_recall(%s, %s)", self.namespace, item_id
+        )
         return bool(recalled)
 
     @writes
@@ -399,7 +407,8 @@ class MemoryOperations:
         """Whether ``item_id`` is in the working set (False for an unknown id)."""
         _check_name("item id", item_id)
         present = yield from _scalar(
-            "SELECT bitemporal.memory_is_present(%s, %s)", self.namespace, item_id)
+            "SELECT bitemporal.memory_is_present(%s, %s)", self.namespace, item_id
+        )
         return bool(present)
 
     @reads
@@ -413,7 +422,8 @@ class MemoryOperations:
         """Retention at the current turn (0.0 once evicted); UnknownItemError if never registered."""
         _check_name("item id", item_id)
         retention = yield from _scalar(
-            "SELECT bitemporal.memory_retention(%s, %s)", self.namespace, item_id)
+            "SELECT bitemporal.memory_retention(%s, %s)", self.namespace, item_id
+        )
         return float(retention)
 
     @reads
@@ -421,14 +431,16 @@ class MemoryOperations:
         """S in turns (None under the window policy); UnknownItemError if never registered."""
         _check_name("item id", item_id)
         value = yield from _scalar(
-            "SELECT bitemporal.memory_stability(%s, %s)", self.namespace, item_id)
+            "SELECT bitemporal.memory_stability(%s, %s)", self.namespace, item_id
+        )
         return None if value is None else float(value)
 
     @reads
     def items(self) -> Steps[list[MemoryItem]]:
         """Every item, present and evicted, in registration order."""
         rows = yield Statement(
-            f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_items(%s)", (self.namespace,),
+            f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_items(%s)",
+            (self.namespace,),
             dicts=True,
         )
         return [MemoryItem.from_row(row) for row in rows]
@@ -477,9 +489,16 @@ class _Entry:
 
     def snapshot(self) -> MemoryItem:
         return MemoryItem(
-            self.item_id, self.key, self.pinned, self.present, self.stability,
-            self.recall_count, self.registered_turn, self.last_touched_turn,
-            self.evicted_turn, self.crossing_turn,
+            self.item_id,
+            self.key,
+            self.pinned,
+            self.present,
+            self.stability,
+            self.recall_count,
+            self.registered_turn,
+            self.last_touched_turn,
+            self.evicted_turn,
+            self.crossing_turn,
         )
 
 
@@ -517,7 +536,15 @@ class InMemoryMemory:
         s = self.policy.initial_stability(stability)
         turn = self._turn
         entry = _Entry(
-            item_id, key, pinned, True, s, 1, turn, turn, None,
+            item_id,
+            key,
+            pinned,
+            True,
+            s,
+            1,
+            turn,
+            turn,
+            None,
             None if pinned else self.policy.crossing(turn, s),
         )
         self._items.pop(item_id, None)
@@ -612,7 +639,9 @@ class InMemoryMemory:
         _check_name("item id", item_id)
         entry = self._items.get(item_id)
         if entry is None:
-            raise UnknownItemError(f"unknown item {item_id!r} in memory namespace {self.namespace!r}")
+            raise UnknownItemError(
+                f"unknown item {item_id!r} in memory namespace {self.namespace!r}"
+            )
         return entry
 
 

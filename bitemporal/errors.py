@@ -260,7 +260,6 @@ class InvalidEvidenceError(InvalidInputError):
     sqlstate = "BT208"
 
 
-
 # Bulk ingestion (Facts.record_many, sql/facts_bulk.v1.sql): SQLSTATEs BT301 onwards.
 
 
@@ -302,8 +301,12 @@ class BatchError(InvalidInputError):
             total = int(detail["total"])
         except (ValueError, KeyError, TypeError):
             pass
-        return cls(diag.message_primary or "bad rows in the batch", hint=diag.message_hint,
-                   errors=errors, total=total)
+        return cls(
+            diag.message_primary or "bad rows in the batch",
+            hint=diag.message_hint,
+            errors=errors,
+            total=total,
+        )
 
 
 class ImportFailed(BitemporalError):
@@ -312,8 +315,9 @@ class ImportFailed(BitemporalError):
 
     # report: the importer's ImportReport (bitemporal.importing), typed loosely because
     # errors.py sits below every other module.
-    def __init__(self, message: str, *, rows: list[tuple[int, str]], total: int, report: Any,
-                 first_line: int) -> None:
+    def __init__(
+        self, message: str, *, rows: list[tuple[int, str]], total: int, report: Any, first_line: int
+    ) -> None:
         super().__init__(message)
         self.rows = rows
         self.total = total
@@ -367,7 +371,9 @@ class DowngradeWouldLoseDataError(MigrationError):
     ``tables`` maps each table that would be dropped to its row count.
     """
 
-    def __init__(self, message: str, *, hint: str | None = None, tables: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, message: str, *, hint: str | None = None, tables: dict[str, int] | None = None
+    ) -> None:
         super().__init__(message, hint=hint)
         self.tables: dict[str, int] = dict(tables or {})
 
@@ -408,14 +414,14 @@ def text_problem(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        return (f"contains a lone surrogate (U+{ord(text[exc.start]):04X} at position "
-                f"{exc.start}), which is not valid Unicode text")
+        return (
+            f"contains a lone surrogate (U+{ord(text[exc.start]):04X} at position "
+            f"{exc.start}), which is not valid Unicode text"
+        )
     return None
 
 
-def check_text(
-    what: str, value: str, error: type[InvalidInputError] = InvalidInputError
-) -> str:
+def check_text(what: str, value: str, error: type[InvalidInputError] = InvalidInputError) -> str:
     """``value``, if PostgreSQL can hold it; else ``error`` naming ``what`` and why."""
     problem = text_problem(value)
     if problem is not None:
@@ -439,8 +445,9 @@ def _client_error_for(exc: psycopg.Error) -> BitemporalError:
     if isinstance(exc, psycopg.DataError):  # e.g. a NUL in a text parameter
         return InvalidInputError(f"a value cannot be sent to the database: {exc}")
     if isinstance(exc, psycopg.OperationalError):  # the connection is gone
-        return ConnectionLostError(f"the connection to the database was lost: {exc}",
-                                   hint=ConnectionLostError.default_hint)
+        return ConnectionLostError(
+            f"the connection to the database was lost: {exc}", hint=ConnectionLostError.default_hint
+        )
     return DatabaseError(f"database driver error: {exc}")
 
 
@@ -473,8 +480,9 @@ def error_for(exc: psycopg.Error) -> BitemporalError:
         # number, a string too long, the table's own NOT NULL or CHECK).
         cls = InvalidValueError
     if cls is None:
-        return DatabaseError(f"{exc.diag.message_primary or exc} (SQLSTATE {sqlstate})",
-                             hint=exc.diag.message_hint)
+        return DatabaseError(
+            f"{exc.diag.message_primary or exc} (SQLSTATE {sqlstate})", hint=exc.diag.message_hint
+        )
     return cls.from_diagnostic(exc.diag)
 
 
@@ -491,5 +499,6 @@ def translate() -> Iterator[None]:
         # Repositories check their strings first (check_text); this is the backstop.
         raise InvalidInputError(
             f"a string {text_problem(exc.object) or 'cannot be encoded as UTF-8'}"
-            if isinstance(exc.object, str) else f"a string cannot be encoded: {exc}"
+            if isinstance(exc.object, str)
+            else f"a string cannot be encoded: {exc}"
         ) from exc

@@ -90,7 +90,6 @@ class EvidenceRecorded:
     evidence_id: int
 
 
-
 _HIT_QUERY = (
     "SELECT rank, score, version_id, entity, attribute, source, value, valid_period, "
     "known_period, recorded_by, carried_from, evidence_id, passage, document FROM "
@@ -115,7 +114,9 @@ def _embedding(embedding: Sequence[float]) -> list[float]:
     return numbers
 
 
-def _check_passage(passage: object, document: object, language: object, recorded_by: object) -> None:
+def _check_passage(
+    passage: object, document: object, language: object, recorded_by: object
+) -> None:
     if not isinstance(passage, str) or not passage.strip():
         raise InvalidEvidenceError("a passage must be non-blank text")
     for what, text in (("passage", passage), ("document", document), ("language", language)):
@@ -151,10 +152,14 @@ class EvidenceOperations:
         """
         _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
-        row = one((yield Statement(
-            "SELECT bitemporal.add_evidence(%s, %s, %s, %s, %s::real[], %s)",
-            (version_id, passage, document, language, vector, recorded_by),
-        )))
+        row = one(
+            (
+                yield Statement(
+                    "SELECT bitemporal.add_evidence(%s, %s, %s, %s, %s::real[], %s)",
+                    (version_id, passage, document, language, vector, recorded_by),
+                )
+            )
+        )
         evidence_id: int = row[0]
         return evidence_id
 
@@ -180,17 +185,29 @@ class EvidenceOperations:
         check_key_part("source", source)
         _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
-        row = one((yield Statement(
-            "SELECT r.version_id, r.created, r.superseded, r.known_at, "
-            "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
-            "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
+        row = one(
             (
-                passage, document, language, vector, recorded_by,
-                key.entity, key.attribute, source, json_text(value),
-                *period_bounds(valid_from, valid_to),
-                to_optional_instant(known_at, name="known_at"), recorded_by,
-            ),
-        )))
+                yield Statement(
+                    "SELECT r.version_id, r.created, r.superseded, r.known_at, "
+                    "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
+                    "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
+                    (
+                        passage,
+                        document,
+                        language,
+                        vector,
+                        recorded_by,
+                        key.entity,
+                        key.attribute,
+                        source,
+                        json_text(value),
+                        *period_bounds(valid_from, valid_to),
+                        to_optional_instant(known_at, name="known_at"),
+                        recorded_by,
+                    ),
+                )
+            )
+        )
         return EvidenceRecorded(Recorded(row[0], row[1], tuple(row[2]), row[3]), row[4])
 
     @reads
@@ -230,10 +247,12 @@ class EvidenceOperations:
             raise InvalidSearchError(f"query must be text, not {type(query).__name__}")
         check_optional_text("query", query, InvalidSearchError)
         check_optional_text("language", language, InvalidSearchError)
-        return (yield from _hits(
-            "bitemporal.search_evidence(%s, %s, %s, %s, %s, %s, %s)",
-            (query, *_question(valid_at, known_at), _limit(limit), language, *_key_args(key)),
-        ))
+        return (
+            yield from _hits(
+                "bitemporal.search_evidence(%s, %s, %s, %s, %s, %s, %s)",
+                (query, *_question(valid_at, known_at), _limit(limit), language, *_key_args(key)),
+            )
+        )
 
     @reads
     def rank(
@@ -266,10 +285,12 @@ class EvidenceOperations:
                 )
             ids.append(version_id)
             values.append(number)
-        return (yield from _hits(
-            "bitemporal.rank_versions(%s::bigint[], %s::float8[], %s, %s, %s, %s, %s)",
-            (ids, values, *_question(valid_at, known_at), _limit(limit), *_key_args(key)),
-        ))
+        return (
+            yield from _hits(
+                "bitemporal.rank_versions(%s::bigint[], %s::float8[], %s, %s, %s, %s, %s)",
+                (ids, values, *_question(valid_at, known_at), _limit(limit), *_key_args(key)),
+            )
+        )
 
     @reads
     def nearest(
@@ -284,11 +305,17 @@ class EvidenceOperations:
         """The passages most similar to ``embedding`` (cosine) among those of versions
         eligible at ``(valid_at, known_at)``: exact, never an approximate index scan
         filtered afterwards. Needs pgvector and :meth:`enable_vector`."""
-        return (yield from _hits(
-            "bitemporal.nearest_evidence(%s::real[], %s, %s, %s, %s, %s)",
-            (_embedding(embedding), *_question(valid_at, known_at), _limit(limit),
-             *_key_args(key)),
-        ))
+        return (
+            yield from _hits(
+                "bitemporal.nearest_evidence(%s::real[], %s, %s, %s, %s, %s)",
+                (
+                    _embedding(embedding),
+                    *_question(valid_at, known_at),
+                    _limit(limit),
+                    *_key_args(key),
+                ),
+            )
+        )
 
     # pgvector.
 
@@ -297,9 +324,13 @@ class EvidenceOperations:
         """Whether the server has the pgvector extension (so :meth:`enable_vector` can work)."""
         # The catalog, as bitemporal_internal.vector_available() reads it
         # (internal functions are not the API).
-        row = one((yield Statement(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions WHERE name = 'vector')"
-        )))
+        row = one(
+            (
+                yield Statement(
+                    "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions WHERE name = 'vector')"
+                )
+            )
+        )
         return bool(row[0])
 
     @reads
@@ -316,7 +347,9 @@ class EvidenceOperations:
         has no pgvector, :class:`~bitemporal.errors.EmbeddingError` if another
         number of dimensions is already enabled.
         """
-        enabled: int = one((yield Statement("SELECT bitemporal.enable_vector(%s)", (dimensions,))))[0]
+        enabled: int = one((yield Statement("SELECT bitemporal.enable_vector(%s)", (dimensions,))))[
+            0
+        ]
         return enabled
 
     @writes
@@ -337,8 +370,10 @@ class AsyncEvidence(EvidenceOperations, AsyncRepository):
 
 
 def _question(valid_at: Instant | None, known_at: Instant | None) -> tuple[Any, Any]:
-    return (to_optional_instant(valid_at, name="valid_at"),
-            to_optional_instant(known_at, name="known_at"))
+    return (
+        to_optional_instant(valid_at, name="valid_at"),
+        to_optional_instant(known_at, name="known_at"),
+    )
 
 
 def _hits(call: str, args: tuple[Any, ...]) -> Steps[list[Hit]]:

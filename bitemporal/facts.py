@@ -87,11 +87,15 @@ class FactOperations:
             recorded_by,
             idempotency_key,
         )
-        row = one((yield Statement(
-            "SELECT version_id, created, superseded, known_at "
-            "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
-            args,
-        )))
+        row = one(
+            (
+                yield Statement(
+                    "SELECT version_id, created, superseded, known_at "
+                    "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
+                    args,
+                )
+            )
+        )
         return Recorded(row[0], row[1], tuple(row[2]), row[3])
 
     @transaction

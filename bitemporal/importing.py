@@ -53,10 +53,14 @@ def _file_row(fields: Mapping[str, Any], *, value_is_json_text: bool) -> dict[st
         try:
             row["value"] = parse_json(text)
         except json.JSONDecodeError as exc:
-            raise InvalidValueError(f"value {shown(text)} is not JSON",
-                                    hint="quote text as JSON: \"text\" (in CSV: \"\"\"text\"\"\")") from exc
+            raise InvalidValueError(
+                f"value {shown(text)} is not JSON",
+                hint='quote text as JSON: "text" (in CSV: """text""")',
+            ) from exc
         except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
-            raise InvalidValueError(f"value {shown(text)} cannot be read: {_json_problem(exc)}") from exc
+            raise InvalidValueError(
+                f"value {shown(text)} cannot be read: {_json_problem(exc)}"
+            ) from exc
     for name in ("valid_from", "valid_to", "known_at"):
         # An empty CSV cell, or null in JSON Lines: an open bound, the default time.
         row[name] = None if row[name] in (None, "") else parse_instant(row[name], name=name)
@@ -86,8 +90,10 @@ def read_csv(stream: Iterable[str]) -> Iterator[FileRow]:
             problems.append(f"unknown column(s) {', '.join(unknown)}")
         if missing:
             problems.append(f"missing column(s) {', '.join(missing)}")
-        raise InvalidInputError(f"CSV header {','.join(header)!r}: {'; '.join(problems)}",
-                                hint=f"expected {','.join(FIELDS)}")
+        raise InvalidInputError(
+            f"CSV header {','.join(header)!r}: {'; '.join(problems)}",
+            hint=f"expected {','.join(FIELDS)}",
+        )
     first = reader.line_num + 1
     while True:
         try:
@@ -142,7 +148,9 @@ def file_format(path: str, given: str | None) -> str:
         return "csv"
     if suffix in (".jsonl", ".ndjson", ".json"):
         return "jsonl"
-    raise InvalidInputError(f"cannot tell the format of {path!r} from its name", hint="pass --format csv|jsonl")
+    raise InvalidInputError(
+        f"cannot tell the format of {path!r} from its name", hint="pass --format csv|jsonl"
+    )
 
 
 @dataclass
@@ -180,7 +188,9 @@ class _CountingLines:
             except UnicodeDecodeError as exc:
                 raise InvalidInputError(
                     f"line {number} is not UTF-8 text ({exc.reason} at byte {exc.start + 1} "
-                    f"of the line)", hint="convert the file to UTF-8") from exc
+                    f"of the line)",
+                    hint="convert the file to UTF-8",
+                ) from exc
 
 
 def import_file(
@@ -208,23 +218,35 @@ def import_file(
             _import_stream(facts, raw, kind, report, batch_size, max_errors, progress)
         except (BitemporalError, OSError) as exc:
             # Bad rows, a line that is not UTF-8, a lost connection: say what is kept.
-            retry = ("re-run the same command to continue"
-                     if isinstance(exc, TransientError | OSError)
-                     else "fix the file and re-run the same command to continue")
+            retry = (
+                "re-run the same command to continue"
+                if isinstance(exc, TransientError | OSError)
+                else "fix the file and re-run the same command to continue"
+            )
             failed = exc if isinstance(exc, ImportFailed) else None
             raise ImportFailed(
                 f"{exc}; {report.committed(path)}; {retry}",
-                rows=failed.rows if failed else [], total=failed.total if failed else 0,
-                report=report, first_line=failed.first_line if failed else report.last_line + 1,
+                rows=failed.rows if failed else [],
+                total=failed.total if failed else 0,
+                report=report,
+                first_line=failed.first_line if failed else report.last_line + 1,
             ) from exc
     return report
 
 
-def _import_stream(facts: Any, raw: IO[bytes], kind: str, report: ImportReport, batch_size: int,
-                   max_errors: int, progress: OnProgress | None) -> None:
+def _import_stream(
+    facts: Any,
+    raw: IO[bytes],
+    kind: str,
+    report: ImportReport,
+    batch_size: int,
+    max_errors: int,
+    progress: OnProgress | None,
+) -> None:
     total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
     lines = _CountingLines(raw)
     source = read_csv(lines) if kind == "csv" else read_jsonl(lines)
+
     def done(final: bool = False) -> None:
         if progress is not None:
             progress(report.rows, lines.done, total_bytes, final)
@@ -253,21 +275,36 @@ def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_er
         results = facts.record_many(rows, max_errors=max_errors)
     except BatchError as exc:
         if not any(state == "BT002" for _, state, _ in exc.errors):
-            _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows], exc.total,
-                  report, max_errors)
+            _fail(
+                batch,
+                [(lines[position - 1], reason) for position, reason in exc.rows],
+                exc.total,
+                report,
+                max_errors,
+            )
         # Knowledge older than the key's: rows of an earlier run of this file are skipped
         # (found through bitemporal.versions; a role that may not read it gets the BT002s).
         try:
             known = facts.recorded_already(rows)
         except PermissionDeniedError:
-            _fail(batch, [(lines[position - 1], reason) for position, reason in exc.rows],
-                  exc.total, report, max_errors)
+            _fail(
+                batch,
+                [(lines[position - 1], reason) for position, reason in exc.rows],
+                exc.total,
+                report,
+                max_errors,
+            )
         kept = [(line, row) for line, row, done in zip(lines, rows, known, strict=True) if not done]
         try:
             results = facts.record_many([row for _, row in kept], max_errors=max_errors)
         except BatchError as again:
-            _fail(batch, [(kept[position - 1][0], reason) for position, reason in again.rows],
-                  again.total, report, max_errors)
+            _fail(
+                batch,
+                [(kept[position - 1][0], reason) for position, reason in again.rows],
+                again.total,
+                report,
+                max_errors,
+            )
         report.unchanged += len(rows) - len(kept)
         report.rows += len(rows) - len(kept)
     report.rows += len(results)
@@ -278,12 +315,20 @@ def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_er
     report.unchanged += len(results) - created
 
 
-def _fail(batch: list[FileRow], problems: list[tuple[int, str]], total: int, report: ImportReport,
-          max_errors: int) -> NoReturn:
+def _fail(
+    batch: list[FileRow],
+    problems: list[tuple[int, str]],
+    total: int,
+    report: ImportReport,
+    max_errors: int,
+) -> NoReturn:
     first, last = batch[0][0], batch[-1][0]
     plural = "" if total == 1 else "s"
     raise ImportFailed(
         f"{total} bad row{plural} in the batch of lines {first}-{last}: nothing of that batch was "
         f"written",
-        rows=problems[:max_errors], total=total, report=report, first_line=first,
+        rows=problems[:max_errors],
+        total=total,
+        report=report,
+        first_line=first,
     )

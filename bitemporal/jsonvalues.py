@@ -81,7 +81,9 @@ def parse(text: str) -> JSON:
     return json.loads(text, parse_float=_fraction)
 
 
-_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|([\[{])|([\]}])|([,:])|([^\s,:\[\]{}"]+))', re.DOTALL)
+_TOKEN = re.compile(
+    r'\s*(?:("(?:[^"\\]|\\.)*")|([\[{])|([\]}])|([,:])|([^\s,:\[\]{}"]+))', re.DOTALL
+)
 _ATOMS = {"true": True, "false": False, "null": None}
 
 
@@ -193,8 +195,10 @@ def _encode(
     items: list[str] = []
     if isinstance(value, dict):
         for k, v in value.items():
-            items.append(f"{json.dumps(_key(k), ensure_ascii=False)}: "
-                         f"{_encode(v, indent, level + 1, default)}")
+            items.append(
+                f"{json.dumps(_key(k), ensure_ascii=False)}: "
+                f"{_encode(v, indent, level + 1, default)}"
+            )
         return _join("{", items, "}", indent, level)
     if isinstance(value, list | tuple):
         for v in value:

@@ -84,14 +84,29 @@ fact_version = Table(
     Column("carried_from", BigInteger),
     Column("recorded_in", Xid8, nullable=False, server_default=text("pg_current_xact_id()")),
     PrimaryKeyConstraint("version_id", name="fact_version_pkey"),
-    ForeignKeyConstraint(["entity", "attribute"], ["bitemporal.fact_key.entity", "bitemporal.fact_key.attribute"],
-                         name="fact_version_key_fkey"),
-    ExcludeConstraint(
-        ("entity", "="), ("attribute", "="), ("source", "="), ("valid_period", "&&"), ("known_period", "&&"),
-        name="fact_version_no_overlap", using="gist",
+    ForeignKeyConstraint(
+        ["entity", "attribute"],
+        ["bitemporal.fact_key.entity", "bitemporal.fact_key.attribute"],
+        name="fact_version_key_fkey",
     ),
-    Index("fact_version_current_idx", "entity", "attribute", "source", "valid_period",
-          postgresql_using="gist", postgresql_where=text("upper_inf(known_period)")),
+    ExcludeConstraint(
+        ("entity", "="),
+        ("attribute", "="),
+        ("source", "="),
+        ("valid_period", "&&"),
+        ("known_period", "&&"),
+        name="fact_version_no_overlap",
+        using="gist",
+    ),
+    Index(
+        "fact_version_current_idx",
+        "entity",
+        "attribute",
+        "source",
+        "valid_period",
+        postgresql_using="gist",
+        postgresql_where=text("upper_inf(known_period)"),
+    ),
 )
 
 fact_request = Table(
@@ -139,9 +154,15 @@ memory_item = Table(
     Column("crossing_turn", DOUBLE_PRECISION),
     Column("registration_seq", BigInteger, nullable=False),
     PrimaryKeyConstraint("namespace", "item_id", name="memory_item_pkey"),
-    ForeignKeyConstraint(["namespace"], ["bitemporal.memory_namespace.name"], name="memory_item_namespace_fkey"),
-    Index("memory_item_crossing_idx", "namespace", "crossing_turn",
-          postgresql_where=text("state = 'present' AND NOT pinned")),
+    ForeignKeyConstraint(
+        ["namespace"], ["bitemporal.memory_namespace.name"], name="memory_item_namespace_fkey"
+    ),
+    Index(
+        "memory_item_crossing_idx",
+        "namespace",
+        "crossing_turn",
+        postgresql_where=text("state = 'present' AND NOT pinned"),
+    ),
 )
 
 memory_log = Table(
@@ -181,14 +202,25 @@ class Regconfig(UserDefinedType[Any]):
 ischema_names.setdefault("regconfig", Regconfig)
 
 Index("fact_version_known_from_idx", func.lower(fact_version.c.known_period))
-Index("fact_version_known_to_idx", func.upper(fact_version.c.known_period),
-      postgresql_where=text("NOT upper_inf(known_period)"))
+Index(
+    "fact_version_known_to_idx",
+    func.upper(fact_version.c.known_period),
+    postgresql_where=text("NOT upper_inf(known_period)"),
+)
 
 # Current versions by key and valid-period end, then start (sql/facts_read.v2.sql).
-Index("fact_version_current_valid_idx", fact_version.c.entity, fact_version.c.attribute,
-      func.coalesce(func.upper(fact_version.c.valid_period), text("'infinity'::timestamp with time zone")),
-      func.coalesce(func.lower(fact_version.c.valid_period), text("'-infinity'::timestamp with time zone")),
-      postgresql_where=text("upper_inf(known_period)"))
+Index(
+    "fact_version_current_valid_idx",
+    fact_version.c.entity,
+    fact_version.c.attribute,
+    func.coalesce(
+        func.upper(fact_version.c.valid_period), text("'infinity'::timestamp with time zone")
+    ),
+    func.coalesce(
+        func.lower(fact_version.c.valid_period), text("'-infinity'::timestamp with time zone")
+    ),
+    postgresql_where=text("upper_inf(known_period)"),
+)
 
 evidence = Table(
     "evidence",
@@ -202,8 +234,12 @@ evidence = Table(
     Column("recorded_at", TSTZ, nullable=False, server_default=text("now()")),
     Column("recorded_by", Text),
     PrimaryKeyConstraint("evidence_id", name="evidence_pkey"),
-    ForeignKeyConstraint(["version_id"], ["bitemporal.fact_version.version_id"],
-                         name="evidence_version_fkey", ondelete="CASCADE"),
+    ForeignKeyConstraint(
+        ["version_id"],
+        ["bitemporal.fact_version.version_id"],
+        name="evidence_version_fkey",
+        ondelete="CASCADE",
+    ),
     CheckConstraint("btrim(passage) <> ''", name="evidence_passage_not_blank"),
     CheckConstraint("document <> ''", name="evidence_document_not_blank"),
     Index("evidence_version_idx", "version_id"),
@@ -222,8 +258,13 @@ artifact = Table(
     Column("recorded_by", Text),
     PrimaryKeyConstraint("artifact_id", name="artifact_pkey"),
     CheckConstraint("retired_at >= derived_at", name="artifact_retired_after_derived"),
-    Index("artifact_current_ref_key", "kind", "ref", unique=True,
-          postgresql_where=text("retired_at IS NULL")),
+    Index(
+        "artifact_current_ref_key",
+        "kind",
+        "ref",
+        unique=True,
+        postgresql_where=text("retired_at IS NULL"),
+    ),
 )
 
 artifact_input = Table(
@@ -233,20 +274,42 @@ artifact_input = Table(
     # No foreign key to fact_version: see sql/provenance.v1.sql.
     Column("input_version", BigInteger),
     Column("input_artifact", BigInteger),
-    ForeignKeyConstraint(["artifact_id"], ["bitemporal.artifact.artifact_id"],
-                         name="artifact_input_artifact_fkey"),
-    ForeignKeyConstraint(["input_artifact"], ["bitemporal.artifact.artifact_id"],
-                         name="artifact_input_input_artifact_fkey"),
-    CheckConstraint("num_nonnulls(input_version, input_artifact) = 1", name="artifact_input_exactly_one"),
+    ForeignKeyConstraint(
+        ["artifact_id"], ["bitemporal.artifact.artifact_id"], name="artifact_input_artifact_fkey"
+    ),
+    ForeignKeyConstraint(
+        ["input_artifact"],
+        ["bitemporal.artifact.artifact_id"],
+        name="artifact_input_input_artifact_fkey",
+    ),
+    CheckConstraint(
+        "num_nonnulls(input_version, input_artifact) = 1", name="artifact_input_exactly_one"
+    ),
     CheckConstraint("input_artifact < artifact_id", name="artifact_input_older"),
-    Index("artifact_input_version_key", "artifact_id", "input_version", unique=True,
-          postgresql_where=text("input_version IS NOT NULL")),
-    Index("artifact_input_artifact_key", "artifact_id", "input_artifact", unique=True,
-          postgresql_where=text("input_artifact IS NOT NULL")),
-    Index("artifact_input_by_version_idx", "input_version",
-          postgresql_where=text("input_version IS NOT NULL")),
-    Index("artifact_input_by_artifact_idx", "input_artifact",
-          postgresql_where=text("input_artifact IS NOT NULL")),
+    Index(
+        "artifact_input_version_key",
+        "artifact_id",
+        "input_version",
+        unique=True,
+        postgresql_where=text("input_version IS NOT NULL"),
+    ),
+    Index(
+        "artifact_input_artifact_key",
+        "artifact_id",
+        "input_artifact",
+        unique=True,
+        postgresql_where=text("input_artifact IS NOT NULL"),
+    ),
+    Index(
+        "artifact_input_by_version_idx",
+        "input_version",
+        postgresql_where=text("input_version IS NOT NULL"),
+    ),
+    Index(
+        "artifact_input_by_artifact_idx",
+        "input_artifact",
+        postgresql_where=text("input_artifact IS NOT NULL"),
+    ),
 )
 
 app_table = Table(
@@ -274,10 +337,14 @@ app_reference = Table(
     Column("parent_schema", Text, nullable=False),
     Column("parent_table", Text, nullable=False),
     PrimaryKeyConstraint("child_schema", "child_table", "name", name="app_reference_pkey"),
-    ForeignKeyConstraint(["child_schema", "child_table"],
-                         ["bitemporal.app_table.table_schema", "bitemporal.app_table.table_name"],
-                         name="app_reference_child_fkey"),
-    ForeignKeyConstraint(["parent_schema", "parent_table"],
-                         ["bitemporal.app_table.table_schema", "bitemporal.app_table.table_name"],
-                         name="app_reference_parent_fkey"),
+    ForeignKeyConstraint(
+        ["child_schema", "child_table"],
+        ["bitemporal.app_table.table_schema", "bitemporal.app_table.table_name"],
+        name="app_reference_child_fkey",
+    ),
+    ForeignKeyConstraint(
+        ["parent_schema", "parent_table"],
+        ["bitemporal.app_table.table_schema", "bitemporal.app_table.table_name"],
+        name="app_reference_parent_fkey",
+    ),
 )

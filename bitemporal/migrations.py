@@ -73,10 +73,14 @@ def sql_manifest_problems(directory: Path) -> list[str]:
     listed = sql_manifest(directory)
     present = {p.name for p in directory.glob("*.sql")}
     problems = [f"{name}: not in {MANIFEST}" for name in sorted(present - listed.keys())]
-    problems += [f"{name}: listed in {MANIFEST} but missing" for name in sorted(listed.keys() - present)]
+    problems += [
+        f"{name}: listed in {MANIFEST} but missing" for name in sorted(listed.keys() - present)
+    ]
     for name in sorted(present & listed.keys()):
         if hashlib.sha256((directory / name).read_bytes()).hexdigest() != listed[name]:
-            problems.append(f"{name}: changed since it was frozen (its sha256 is not the one in {MANIFEST})")
+            problems.append(
+                f"{name}: changed since it was frozen (its sha256 is not the one in {MANIFEST})"
+            )
     return problems
 
 
@@ -104,7 +108,9 @@ def previous_definition(filename: str, function: str) -> str:
     )
     if found is None:
         raise LookupError(f"{filename} does not define {function}")
-    return re.sub(r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION", found[0], count=1)
+    return re.sub(
+        r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION", found[0], count=1
+    )
 
 
 Target = str | Engine | Connection | None
@@ -124,7 +130,9 @@ def partitions_option(value: int | str | None) -> int | None:
     except ValueError:
         count = -1
     if not 0 <= count <= MAX_PARTITIONS:
-        raise ConfigurationError(f"partitions must be an integer from 0 to {MAX_PARTITIONS}, not {value!r}")
+        raise ConfigurationError(
+            f"partitions must be an integer from 0 to {MAX_PARTITIONS}, not {value!r}"
+        )
     return count
 
 
@@ -216,7 +224,9 @@ def check_layout(connection: Connection, partitions: int | None) -> None:
     if actual == partitions:
         return
     if not installed:
-        raise ConfigurationError("the partitioned layout needs migration 0008 or later: upgrade to head")
+        raise ConfigurationError(
+            "the partitioned layout needs migration 0008 or later: upgrade to head"
+        )
     raise ConfigurationError(
         f"bitemporal.fact_version has {actual} partitions, not {partitions}: migration 0008 chose the "
         f"layout when it ran; to change it, run (as the table's owner) "
@@ -226,13 +236,15 @@ def check_layout(connection: Connection, partitions: int | None) -> None:
 
 def _tables(connection: Connection) -> list[str]:
     """Our tables (a partitioned table once, its partitions not), version table aside."""
-    return list(connection.execute(
-        text("""SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+    return list(
+        connection.execute(
+            text("""SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
                   FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                  WHERE n.nspname = :schema AND c.relkind IN ('r', 'p') AND NOT c.relispartition
                    AND c.relname <> :version_table"""),
-        {"schema": SCHEMA, "version_table": VERSION_TABLE},
-    ).scalars())
+            {"schema": SCHEMA, "version_table": VERSION_TABLE},
+        ).scalars()
+    )
 
 
 def _rows(connection: Connection, table: str) -> int:
@@ -248,8 +260,11 @@ def _downgrade_keeping_data(
     Which tables a downgrade drops is seen by running it, so the rule holds for
     every migration, later ones included.
     """
-    holding = [t for t in _tables(connection)
-               if connection.execute(text(f"SELECT EXISTS (SELECT FROM {t})")).scalar()]
+    holding = [
+        t
+        for t in _tables(connection)
+        if connection.execute(text(f"SELECT EXISTS (SELECT FROM {t})")).scalar()
+    ]
     savepoint = connection.begin_nested()
     migrate_down()
     remaining = set(_tables(connection))
@@ -264,7 +279,7 @@ def _downgrade_keeping_data(
         f"downgrading to {revision} would drop {len(lost)} tables holding data, "
         f"lost for good: {listed}; nothing was changed",
         hint=f"back them up first with pg_dump --schema={SCHEMA}, then repeat with --force, "
-             "or with force=True from Python",
+        "or with force=True from Python",
         tables=lost,
     )
 
@@ -313,8 +328,13 @@ def run(
         prepare(connection, lock_timeout)
         context = MigrationContext.configure(
             connection,
-            opts={"version_table": VERSION_TABLE, "version_table_schema": SCHEMA, "fn": steps,
-                  "script": script, PARTITIONS_OPTION: partitions},
+            opts={
+                "version_table": VERSION_TABLE,
+                "version_table_schema": SCHEMA,
+                "fn": steps,
+                "script": script,
+                PARTITIONS_OPTION: partitions,
+            },
         )
 
         def migrate_steps() -> None:
@@ -335,7 +355,8 @@ def _connection(target: Target) -> Iterator[Connection]:
         yield target
         return
     engine = (
-        target if isinstance(target, Engine)
+        target
+        if isinstance(target, Engine)
         else create_engine(sqlalchemy_url(database_url(target)), poolclass=pool.NullPool)
     )
     try:
@@ -432,26 +453,32 @@ def require_head(conn: psycopg.Connection[Any]) -> None:
         revision: str | None = None
         if readable:
             found = conn.execute(
-                f"SELECT string_agg(version_num, ' ') FROM {SCHEMA}.{VERSION_TABLE}").fetchone()
+                f"SELECT string_agg(version_num, ' ') FROM {SCHEMA}.{VERSION_TABLE}"
+            ).fetchone()
             revision = found[0] if found else None
         elif comment is not None and comment.startswith(STAMP_PREFIX):
-            stamped = comment[len(STAMP_PREFIX):]
+            stamped = comment[len(STAMP_PREFIX) :]
             revision = None if stamped == "none" else stamped
         elif has_schema and comment is None:
             raise SchemaBehindError(
                 f"the revision of the {SCHEMA} schema is not recorded where this role can read it "
-                "(it was migrated by an older release)", hint=_UPGRADE)
+                "(it was migrated by an older release)",
+                hint=_UPGRADE,
+            )
     if not has_schema or revision is None:
         raise SchemaNotMigratedError(
-            f"the database has no {SCHEMA} schema",
-            hint=f"{_UPGRADE}, or connect with migrate=True")
+            f"the database has no {SCHEMA} schema", hint=f"{_UPGRADE}, or connect with migrate=True"
+        )
     if revision != head() and revision in revisions():
         raise SchemaBehindError(
             f"the {SCHEMA} schema is at revision {revision}, older than this package's {head()}",
-            hint=_UPGRADE)
+            hint=_UPGRADE,
+        )
 
 
-def sql_script(revision: str = "head", *, start: str | None = None, partitions: int | None = None) -> str:
+def sql_script(
+    revision: str = "head", *, start: str | None = None, partitions: int | None = None
+) -> str:
     """The SQL that upgrading to ``revision`` runs (offline mode), for a DBA to review."""
     buffer = io.StringIO()
     cfg = config(output=buffer)

@@ -58,10 +58,14 @@ class UtcRange(TypeDecorator[Range[datetime]]):
     impl = TSTZRANGE
     cache_ok = True
 
-    def process_result_value(self, value: Range[datetime] | None, dialect: Dialect) -> Range[datetime] | None:
+    def process_result_value(
+        self, value: Range[datetime] | None, dialect: Dialect
+    ) -> Range[datetime] | None:
         if value is None or value.empty:
             return value
-        lower, upper = (None if b is None else b.astimezone(UTC) for b in (value.lower, value.upper))
+        lower, upper = (
+            None if b is None else b.astimezone(UTC) for b in (value.lower, value.upper)
+        )
         return Range(lower, upper, bounds=value.bounds)
 
 
@@ -77,9 +81,13 @@ class Bitemporal:
     version_id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
     # The comments are those enable_table gives the columns, so autogenerate agrees.
     valid_period: Mapped[Range[datetime]] = mapped_column(
-        UtcRange, comment="When the row applies in the world: [start, end), unbounded end = end not known.")
+        UtcRange,
+        comment="When the row applies in the world: [start, end), unbounded end = end not known.",
+    )
     known_period: Mapped[Range[datetime]] = mapped_column(
-        UtcRange, comment="When the table held this version: [recorded, superseded), unbounded end = still held.")
+        UtcRange,
+        comment="When the table held this version: [recorded, superseded), unbounded end = still held.",
+    )
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: Mapped[int | None] = mapped_column(BigInteger)
 
@@ -103,7 +111,9 @@ def eligible(
     )
 
 
-def as_of(model: type[T], valid_at: Instant | None = None, known_at: Instant | None = None) -> Select[T]:
+def as_of(
+    model: type[T], valid_at: Instant | None = None, known_at: Instant | None = None
+) -> Select[T]:
     """``select(model)`` of the versions eligible at ``(valid_at, known_at)`` (None = now).
 
     Add the key's condition with ``.where()``: together they are answered by the
@@ -116,8 +126,14 @@ def history(model: type[T], **key: Any) -> Select[T]:
     """``select(model)`` of every version of a key, superseded ones included, ORDER BY version_id."""
     names = model.__bitemporal_key__
     if set(key) != set(names):
-        raise InvalidKeyError(f"{model.__name__}'s key is ({', '.join(names)}), not ({', '.join(key)})")
-    return select(model).where(*(getattr(model, c) == v for c, v in key.items())).order_by(model.version_id)
+        raise InvalidKeyError(
+            f"{model.__name__}'s key is ({', '.join(names)}), not ({', '.join(key)})"
+        )
+    return (
+        select(model)
+        .where(*(getattr(model, c) == v for c, v in key.items()))
+        .order_by(model.version_id)
+    )
 
 
 _VERSION_COLUMNS = frozenset({"version_id", "valid_period", "known_period", "carried_from"})
@@ -127,8 +143,11 @@ def _row(obj: Bitemporal) -> dict[str, Any]:
     # By column name, read through the attribute mapped to each column (whose name may differ:
     # a column "unit price" mapped as unit_price).
     mapper = inspect(type(obj))
-    return {c.name: getattr(obj, mapper.get_property_by_column(c).key)
-            for c in mapper.local_table.columns if c.name not in _VERSION_COLUMNS}
+    return {
+        c.name: getattr(obj, mapper.get_property_by_column(c).key)
+        for c in mapper.local_table.columns
+        if c.name not in _VERSION_COLUMNS
+    }
 
 
 def record(
@@ -161,4 +180,6 @@ def retract(
 ) -> tuple[int, ...]:
     """Sequenced delete of ``key`` over ``[valid_from, valid_to)`` through the table's
     ``_retract`` function, in the session's transaction; returns the ended versions."""
-    return Store(session).app_tables.retract(model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+    return Store(session).app_tables.retract(
+        model, key, valid_from=valid_from, valid_to=valid_to, known_at=known_at
+    )

@@ -34,9 +34,7 @@ def to_instant(value: Instant, *, name: str = "time") -> datetime:
         return value
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    raise InvalidTimeError(
-        f"{name} must be a datetime or a date, not {type(value).__name__}"
-    )
+    raise InvalidTimeError(f"{name} must be a datetime or a date, not {type(value).__name__}")
 
 
 def to_optional_instant(value: Instant | None, *, name: str = "time") -> datetime | None:

@@ -34,10 +34,15 @@ class Rectangle:
     conflict: bool
 
 
-def _overlap(a_start: datetime | None, a_end: datetime | None,
-             b_start: datetime | None, b_end: datetime | None) -> bool:
+def _overlap(
+    a_start: datetime | None,
+    a_end: datetime | None,
+    b_start: datetime | None,
+    b_end: datetime | None,
+) -> bool:
     return (a_end is None or b_start is None or b_start < a_end) and (
-        b_end is None or a_start is None or a_start < b_end)
+        b_end is None or a_start is None or a_start < b_end
+    )
 
 
 def rectangles(versions: Sequence[Version]) -> list[Rectangle]:
@@ -45,21 +50,28 @@ def rectangles(versions: Sequence[Version]) -> list[Rectangle]:
     drawn = []
     for v in versions:
         conflict = any(
-            w.source != v.source and w.value != v.value
-            and _overlap(v.valid_period.start, v.valid_period.end, w.valid_period.start, w.valid_period.end)
-            and _overlap(v.known_period.start, v.known_period.end, w.known_period.start, w.known_period.end)
+            w.source != v.source
+            and w.value != v.value
+            and _overlap(
+                v.valid_period.start, v.valid_period.end, w.valid_period.start, w.valid_period.end
+            )
+            and _overlap(
+                v.known_period.start, v.known_period.end, w.known_period.start, w.known_period.end
+            )
             for w in versions
         )
         assert v.known_period.start is not None  # knowledge always has a start
-        drawn.append(Rectangle(
-            version_id=v.version_id,
-            label=f"{dumps(v.value)} ({v.source})",
-            valid_start=v.valid_period.start,
-            valid_end=v.valid_period.end,
-            known_start=v.known_period.start,
-            known_end=v.known_period.end,
-            conflict=conflict,
-        ))
+        drawn.append(
+            Rectangle(
+                version_id=v.version_id,
+                label=f"{dumps(v.value)} ({v.source})",
+                valid_start=v.valid_period.start,
+                valid_end=v.valid_period.end,
+                known_start=v.known_period.start,
+                known_end=v.known_period.end,
+                conflict=conflict,
+            )
+        )
     return drawn
 
 
@@ -76,7 +88,9 @@ def _limits(
     return lo - before, hi + after
 
 
-def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: datetime) -> list[Rectangle]:
+def draw(
+    versions: Sequence[Version], path: str | Path, *, title: str, now: datetime
+) -> list[Rectangle]:
     """Draw the diagram of ``versions`` to a PNG file at ``path``; returns the rectangles."""
     try:
         import matplotlib
@@ -86,7 +100,9 @@ def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: date
         import matplotlib.pyplot as plt
         from matplotlib.patches import Rectangle as Patch
     except ImportError as exc:
-        raise ConfigurationError("drawing needs matplotlib", hint="pip install 'bitemporal[plot]'") from exc
+        raise ConfigurationError(
+            "drawing needs matplotlib", hint="pip install 'bitemporal[plot]'"
+        ) from exc
 
     def number(t: datetime) -> float:
         return float(mdates.date2num(t))  # type: ignore[no-untyped-call]
@@ -95,7 +111,9 @@ def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: date
         raise InvalidInputError("there is nothing to draw: no versions were given")
     shapes = rectangles(versions)
     x_lo, x_hi = _limits([r.valid_start for r in shapes], [r.valid_end for r in shapes], now)
-    y_lo, y_hi = _limits([r.known_start for r in shapes], [r.known_end for r in shapes] + [now], now)
+    y_lo, y_hi = _limits(
+        [r.known_start for r in shapes], [r.known_end for r in shapes] + [now], now
+    )
     figure, axes = plt.subplots(figsize=(11, 6))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     sources = sorted({v.source for v in versions})
@@ -103,8 +121,18 @@ def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: date
         x0, x1 = (number(t) for t in (shape.valid_start or x_lo, shape.valid_end or x_hi))
         y0, y1 = (number(t) for t in (shape.known_start, shape.known_end or y_hi))
         color = colors[sources.index(version.source) % len(colors)]
-        axes.add_patch(Patch((x0, y0), x1 - x0, y1 - y0, facecolor=color, alpha=0.35,
-                             edgecolor=color, hatch="///" if shape.conflict else None, linewidth=1.2))
+        axes.add_patch(
+            Patch(
+                (x0, y0),
+                x1 - x0,
+                y1 - y0,
+                facecolor=color,
+                alpha=0.35,
+                edgecolor=color,
+                hatch="///" if shape.conflict else None,
+                linewidth=1.2,
+            )
+        )
         # An open end is a dashed side at the edge of the drawing.
         if shape.valid_end is None:
             axes.plot([x1, x1], [y0, y1], color="black", linewidth=1.5, linestyle="--")
@@ -114,7 +142,9 @@ def draw(versions: Sequence[Version], path: str | Path, *, title: str, now: date
             axes.plot([x0, x1], [y1, y1], color="black", linewidth=1.5, linestyle="--")
         # Labels of overlapping sources are set apart vertically.
         shift = (sources.index(version.source) - (len(sources) - 1) / 2) * (y1 - y0) * 0.3
-        axes.text((x0 + x1) / 2, (y0 + y1) / 2 + shift, shape.label, ha="center", va="center", fontsize=8)
+        axes.text(
+            (x0 + x1) / 2, (y0 + y1) / 2 + shift, shape.label, ha="center", va="center", fontsize=8
+        )
     axes.axhline(number(now), color="grey", linewidth=0.8, linestyle=":")
     axes.set_xlim(number(x_lo), number(x_hi))
     axes.set_ylim(number(y_lo), number(y_hi))

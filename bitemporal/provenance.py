@@ -138,8 +138,6 @@ class Invalidation:
         )
 
 
-
-
 def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:
     ids = []
     for item in items:
@@ -150,7 +148,9 @@ def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:
         elif isinstance(item, int) and not isinstance(item, bool):
             ids.append(item)
         else:
-            raise InvalidArtifactError(f"{what} must be ids (or Version / Artifact objects), not {item!r}")
+            raise InvalidArtifactError(
+                f"{what} must be ids (or Version / Artifact objects), not {item!r}"
+            )
     return ids
 
 
@@ -168,9 +168,14 @@ _ARTIFACT_QUERY = (
 
 def _artifact(row: dict[str, Any]) -> Artifact:
     return Artifact(
-        artifact_id=row["artifact_id"], kind=row["kind"], ref=row["ref"],
-        derived_at=row["derived_at"], retired_at=row["retired_at"], detail=row["detail"],
-        recorded_by=row["recorded_by"], versions=tuple(row["versions"]),
+        artifact_id=row["artifact_id"],
+        kind=row["kind"],
+        ref=row["ref"],
+        derived_at=row["derived_at"],
+        retired_at=row["retired_at"],
+        detail=row["detail"],
+        recorded_by=row["recorded_by"],
+        versions=tuple(row["versions"]),
         artifacts=tuple(row["artifacts"]),
     )
 
@@ -205,15 +210,32 @@ class ProvenanceOperations:
         artifact_ids = _ids(artifacts, "artifacts")
         at = to_optional_instant(derived_at, name="derived_at")
         # Built from the call alone: a writer role may run the function but not read the tables.
-        row = one((yield Statement(
-            "SELECT bitemporal.record_artifact(%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
-            "coalesce(%s::timestamptz, now())",
-            (kind, ref, version_ids, artifact_ids, None if detail is None else Jsonb(detail, dumps=dumps),
-             at, recorded_by, at),
-        )))
+        row = one(
+            (
+                yield Statement(
+                    "SELECT bitemporal.record_artifact(%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
+                    "coalesce(%s::timestamptz, now())",
+                    (
+                        kind,
+                        ref,
+                        version_ids,
+                        artifact_ids,
+                        None if detail is None else Jsonb(detail, dumps=dumps),
+                        at,
+                        recorded_by,
+                        at,
+                    ),
+                )
+            )
+        )
         return Artifact(
-            artifact_id=row[0], kind=kind, ref=ref, derived_at=row[1], detail=detail,
-            recorded_by=recorded_by, versions=tuple(sorted(set(version_ids))),
+            artifact_id=row[0],
+            kind=kind,
+            ref=ref,
+            derived_at=row[1],
+            detail=detail,
+            recorded_by=recorded_by,
+            versions=tuple(sorted(set(version_ids))),
             artifacts=tuple(sorted(set(artifact_ids))),
         )
 
@@ -235,17 +257,22 @@ class ProvenanceOperations:
     def retire(self, artifact_id: int, *, at: Instant | None = None) -> Steps[bool]:
         """Take an artifact out of use (rebuilt or thrown away) at ``at`` (default:
         the transaction time), so it leaves the stale list. False if it already was."""
-        row = one((yield Statement(
-            "SELECT bitemporal.retire_artifact(%s, %s)",
-            (artifact_id, to_optional_instant(at, name="at")),
-        )))
+        row = one(
+            (
+                yield Statement(
+                    "SELECT bitemporal.retire_artifact(%s, %s)",
+                    (artifact_id, to_optional_instant(at, name="at")),
+                )
+            )
+        )
         return bool(row[0])
 
     @reads
     def stale(self, known_at: Instant | None = None) -> Steps[list[StaleArtifact]]:
         """The invalidation list at ``known_at`` (default: now), by artifact id."""
         rows = yield Statement(
-            "SELECT * FROM bitemporal.stale(%s)", (to_optional_instant(known_at, name="known_at"),),
+            "SELECT * FROM bitemporal.stale(%s)",
+            (to_optional_instant(known_at, name="known_at"),),
             dicts=True,
         )
         stale: dict[int, StaleArtifact] = {}
@@ -264,7 +291,10 @@ class ProvenanceOperations:
             )
             entry = stale.get(row["artifact_id"])
             stale[row["artifact_id"]] = StaleArtifact(
-                row["artifact_id"], row["kind"], row["ref"], row["derived_at"],
+                row["artifact_id"],
+                row["kind"],
+                row["ref"],
+                row["derived_at"],
                 (*(entry.reasons if entry else ()), reason),
             )
         return list(stale.values())

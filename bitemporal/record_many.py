@@ -35,7 +35,16 @@ from .operations import Copy, Statement, Steps
 from .periods import Instant, Period, to_optional_instant
 
 #: The fields of a row, in the order of the CSV header ``bitemporal import`` expects.
-FIELDS = ("entity", "attribute", "source", "value", "valid_from", "valid_to", "known_at", "recorded_by")
+FIELDS = (
+    "entity",
+    "attribute",
+    "source",
+    "value",
+    "valid_from",
+    "valid_to",
+    "known_at",
+    "recorded_by",
+)
 _MAPPING_FIELDS = frozenset((*FIELDS, "key"))
 _REQUIRED = ("source", "value")
 
@@ -93,7 +102,9 @@ SELECT r.line, r.version_id, r.created, r.superseded, r.known_at
          %s) r
  ORDER BY r.line"""
 
-Staged = tuple[int, str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
+Staged = tuple[
+    int, str, str, str, str, datetime | None, datetime | None, datetime | None, str | None
+]
 
 
 def _has_nul(value: Any) -> bool:
@@ -108,14 +119,23 @@ def _has_nul(value: Any) -> bool:
 
 def _fields(row: RecordRow | Mapping[str, Any]) -> tuple[Any, ...]:
     if isinstance(row, RecordRow):
-        return (row.key.entity, row.key.attribute, row.source, row.value, row.valid_from,
-                row.valid_to, row.known_at, row.recorded_by)
+        return (
+            row.key.entity,
+            row.key.attribute,
+            row.source,
+            row.value,
+            row.valid_from,
+            row.valid_to,
+            row.known_at,
+            row.recorded_by,
+        )
     if not isinstance(row, Mapping):
         raise InvalidInputError(f"a row must be a RecordRow or a mapping, not {type(row).__name__}")
     unknown = row.keys() - _MAPPING_FIELDS
     if unknown:
-        raise InvalidInputError(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}; "
-                                f"expected {', '.join(FIELDS)}")
+        raise InvalidInputError(
+            f"unknown field(s) {', '.join(sorted(map(str, unknown)))}; expected {', '.join(FIELDS)}"
+        )
     missing = [name for name in _REQUIRED if name not in row]
     entity: Any
     attribute: Any
@@ -131,8 +151,16 @@ def _fields(row: RecordRow | Mapping[str, Any]) -> tuple[Any, ...]:
         entity, attribute = row.get("entity"), row.get("attribute")
     if missing:
         raise InvalidInputError(f"missing field(s) {', '.join(missing)}")
-    return (entity, attribute, row["source"], row["value"], row.get("valid_from"), row.get("valid_to"),
-            row.get("known_at"), row.get("recorded_by"))
+    return (
+        entity,
+        attribute,
+        row["source"],
+        row["value"],
+        row.get("valid_from"),
+        row.get("valid_to"),
+        row.get("known_at"),
+        row.get("recorded_by"),
+    )
 
 
 def stage(line: int, row: RecordRow | Mapping[str, Any]) -> Staged:
@@ -144,13 +172,24 @@ def stage(line: int, row: RecordRow | Mapping[str, Any]) -> Staged:
     check_key_part("source", source)
     text = json_text(value)
     if "\\u0000" in text and _has_nul(value):
-        raise InvalidValueError("value contains a \\u0000 character, which PostgreSQL jsonb cannot store")
+        raise InvalidValueError(
+            "value contains a \\u0000 character, which PostgreSQL jsonb cannot store"
+        )
     start = to_optional_instant(valid_from, name="valid_from")
     end = to_optional_instant(valid_to, name="valid_to")
     if start is not None and end is not None:
         Period(start, end)  # refuses an empty or inverted period
-    return (line, entity, attribute, source, text, start, end,
-            to_optional_instant(known_at, name="known_at"), check_optional_text("recorded_by", recorded_by))
+    return (
+        line,
+        entity,
+        attribute,
+        source,
+        text,
+        start,
+        end,
+        to_optional_instant(known_at, name="known_at"),
+        check_optional_text("recorded_by", recorded_by),
+    )
 
 
 def stage_all(
@@ -179,7 +218,8 @@ def batch_error(errors: list[tuple[int, str | None, str]], total: int) -> BatchE
     return BatchError(
         f"{total} bad row{plural} in the batch, nothing written; line {line}: {reason}",
         hint="fix or drop the rows listed (line = 1-based position in the batch) and send the batch again",
-        errors=errors, total=total,
+        errors=errors,
+        total=total,
     )
 
 
@@ -199,8 +239,10 @@ def record_many(
     yield Copy(_COPY, staged)
     results = yield Statement(_MERGE, (max_errors,))
     assert len(results) == len(staged), "record_many returned one result per row"
-    return [Recorded(version_id, created, tuple(superseded), known_at)
-            for _, version_id, created, superseded, known_at in results]
+    return [
+        Recorded(version_id, created, tuple(superseded), known_at)
+        for _, version_id, created, superseded, known_at in results
+    ]
 
 
 # The rows whose value their source already held over their whole valid period at their

@@ -44,8 +44,12 @@ class Finding:
     detail: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"fact": self.fact, "verdict": self.verdict.value, "expected": self.expected,
-                "detail": self.detail}
+        return {
+            "fact": self.fact,
+            "verdict": self.verdict.value,
+            "expected": self.expected,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +90,30 @@ class CheckReport:
 
 
 _MONTHS = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
-    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
-    "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+    "january": 1,
+    "february": 2,
+    "march": 3,
+    "april": 4,
+    "may": 5,
+    "june": 6,
+    "july": 7,
+    "august": 8,
+    "september": 9,
+    "october": 10,
+    "november": 11,
+    "december": 12,
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "sept": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
 }
 _MONTH = r"(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")(?![a-z])\.?"
 _ORDINAL = r"(?:st|nd|rd|th)?"
@@ -97,37 +121,61 @@ _TIME = r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*(?:UTC|Z|[+-]\d{2}:?\d{
 _DATES = [
     re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})" + _TIME, re.IGNORECASE),
     re.compile(r"\b(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})\b"),
-    re.compile(r"\b(?P<d>\d{1,2})" + _ORDINAL + r"\s+(?:of\s+)?" + _MONTH.format("mn")
-               + r"(?:,?\s+(?P<y>\d{4}))?", re.IGNORECASE),
-    re.compile(r"\b" + _MONTH.format("mn") + r"\s+(?P<d>\d{1,2})" + _ORDINAL
-               + r"(?!\d)(?:,?\s+(?P<y>\d{4}))?", re.IGNORECASE),
+    re.compile(
+        r"\b(?P<d>\d{1,2})"
+        + _ORDINAL
+        + r"\s+(?:of\s+)?"
+        + _MONTH.format("mn")
+        + r"(?:,?\s+(?P<y>\d{4}))?",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b"
+        + _MONTH.format("mn")
+        + r"\s+(?P<d>\d{1,2})"
+        + _ORDINAL
+        + r"(?!\d)(?:,?\s+(?P<y>\d{4}))?",
+        re.IGNORECASE,
+    ),
 ]
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*(?:UTC|Z))?", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _DATE_CUE = re.compile(
     r"\b(?:from|since|starting(?: on)?|beginning(?: on)?|effective(?: from| on)?|as of|"
     r"takes effect(?: on)?|in force (?:on|from)|applies from|begins(?: on)?|starts(?: on)?)\s*$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 _UNKNOWN_CUES = re.compile(
     r"\b(?:unknown|not known|no (?:recorded )?(?:value|record|records|data|information|answer)|"
     r"nothing (?:is )?recorded|not recorded|don'?t know|do not know|cannot say|can'?t say|"
-    r"missing|undetermined|not available)\b", re.IGNORECASE)
+    r"missing|undetermined|not available)\b",
+    re.IGNORECASE,
+)
 _CONFLICT_CUES = re.compile(
     r"\b(?:disagree\w*|conflict\w*|contradict\w*|inconsistent|differ|differs|different values|"
-    r"disputed?|do not agree|don'?t agree)\b", re.IGNORECASE)
+    r"disputed?|do not agree|don'?t agree)\b",
+    re.IGNORECASE,
+)
 _ANNOUNCED_CUES = re.compile(
     r"\b(?:announced|will|not yet|upcoming|scheduled|planned|takes? effect|coming|starting|"
-    r"starts|from|as of|beginning|future)\b", re.IGNORECASE)
+    r"starts|from|as of|beginning|future)\b",
+    re.IGNORECASE,
+)
 _IN_FORCE_NOW_CUES = re.compile(
     r"\b(?:currently|right now|now|today|at present|presently|already|is in force|in effect)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _RECORDED_CUES = re.compile(
     r"\b(?:as recorded|recorded|at the time|back then|at that time|corrected|correction|"
     r"since changed|has since|later changed|outdated|superseded|as known|known then|"
-    r"the store knew|was later)\b", re.IGNORECASE)
+    r"the store knew|was later)\b",
+    re.IGNORECASE,
+)
 _ATTRIBUTION = re.compile(
-    r"\b(?:according to(?: the)?|per the|sources?:|reported by(?: the)?)\s+([\w:./-]+)", re.IGNORECASE)
+    r"\b(?:according to(?: the)?|per the|sources?:|reported by(?: the)?)\s+([\w:./-]+)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +209,7 @@ def _find_dates(text: str) -> list[_Date]:
 def _numbers(text: str, dates: Iterable[_Date], keep: Iterable[float]) -> list[float]:
     chars = list(text)
     for d in dates:
-        chars[d.start:d.end] = " " * (d.end - d.start)
+        chars[d.start : d.end] = " " * (d.end - d.start)
     scrubbed = _CLOCK.sub(lambda m: " " * len(m.group()), "".join(chars))
     kept = list(keep)
     numbers = []
@@ -264,7 +312,12 @@ def _check_missing(text: str, numbers: list[float]) -> Finding:
         return Finding("status", Verdict.STATED, expected, "says it is unknown")
     if numbers:
         shown = ", ".join(f"{n:g}" for n in numbers)
-        return Finding("status", Verdict.CONTRADICTED, expected, f"states a value ({shown}) where none is recorded")
+        return Finding(
+            "status",
+            Verdict.CONTRADICTED,
+            expected,
+            f"states a value ({shown}) where none is recorded",
+        )
     return Finding("status", Verdict.OMITTED, expected, "does not say that the value is unknown")
 
 
@@ -278,8 +331,12 @@ def _check_value(e: Claims, text: str, numbers: list[float]) -> Finding:
         return Finding("value", Verdict.STATED, expected, f"mentions {_values_text(mentioned)}")
     if mentioned:
         missing = [v for v in values if v not in mentioned]
-        return Finding("value", Verdict.OMITTED, expected,
-                       f"mentions {_values_text(mentioned)} but not {_values_text(missing)}")
+        return Finding(
+            "value",
+            Verdict.OMITTED,
+            expected,
+            f"mentions {_values_text(mentioned)} but not {_values_text(missing)}",
+        )
     if numbers and any(_is_number(v) for v in values):
         shown = ", ".join(f"{n:g}" for n in numbers)
         return Finding("value", Verdict.CONTRADICTED, expected, f"states {shown} instead")
@@ -291,14 +348,20 @@ def _check_date(start: datetime, text: str, dates: list[_Date], announced: bool)
     expected = f"{'in force from' if announced else 'effective from'} {human_time(start)}"
     if any(d.same_day(day) for d in dates):
         return Finding("effective_date", Verdict.STATED, expected, f"mentions {day.isoformat()}")
-    cued = [d for d in dates if _DATE_CUE.search(text[:d.start])]
+    cued = [d for d in dates if _DATE_CUE.search(text[: d.start])]
     if cued:
         shown = ", ".join(str(d) for d in cued)
         return Finding("effective_date", Verdict.CONTRADICTED, expected, f"gives {shown} instead")
     if announced and _IN_FORCE_NOW_CUES.search(text) and not _ANNOUNCED_CUES.search(text):
-        return Finding("effective_date", Verdict.CONTRADICTED, expected,
-                       "presents an announced value as in force now")
-    return Finding("effective_date", Verdict.OMITTED, expected, f"does not mention {day.isoformat()}")
+        return Finding(
+            "effective_date",
+            Verdict.CONTRADICTED,
+            expected,
+            "presents an announced value as in force now",
+        )
+    return Finding(
+        "effective_date", Verdict.OMITTED, expected, f"does not mention {day.isoformat()}"
+    )
 
 
 def _check_status(e: Claims, text: str, numbers: list[float], value: Verdict) -> Finding:
@@ -308,16 +371,24 @@ def _check_status(e: Claims, text: str, numbers: list[float], value: Verdict) ->
             return Finding("status", Verdict.STATED, expected, "says the sources disagree")
         mentioned = [v for v in e.values if _mentions(v, text, numbers)]
         if 0 < len(mentioned) < len(e.values):
-            return Finding("status", Verdict.CONTRADICTED, expected,
-                           f"presents {_values_text(mentioned)}, one side of a conflict, as the answer")
-        return Finding("status", Verdict.OMITTED, expected, "does not say that the sources disagree")
+            return Finding(
+                "status",
+                Verdict.CONTRADICTED,
+                expected,
+                f"presents {_values_text(mentioned)}, one side of a conflict, as the answer",
+            )
+        return Finding(
+            "status", Verdict.OMITTED, expected, "does not say that the sources disagree"
+        )
 
     if e.announced:
         expected = "supported, announced: not yet in force"
         if _UNKNOWN_CUES.search(text) or _CONFLICT_CUES.search(text):
             return Finding("status", Verdict.CONTRADICTED, expected, "calls it unknown or disputed")
         if _ANNOUNCED_CUES.search(text):
-            return Finding("status", Verdict.STATED, expected, "presents it as announced or upcoming")
+            return Finding(
+                "status", Verdict.STATED, expected, "presents it as announced or upcoming"
+            )
         if _IN_FORCE_NOW_CUES.search(text):
             return Finding("status", Verdict.CONTRADICTED, expected, "presents it as in force now")
         return Finding("status", Verdict.OMITTED, expected, "does not say it is not yet in force")
@@ -326,10 +397,16 @@ def _check_status(e: Claims, text: str, numbers: list[float], value: Verdict) ->
     if _UNKNOWN_CUES.search(text) or _CONFLICT_CUES.search(text):
         return Finding("status", Verdict.CONTRADICTED, expected, "calls it unknown or disputed")
     if value is not Verdict.STATED:
-        return Finding("status", Verdict.OMITTED, expected, "does not state the value as the answer")
+        return Finding(
+            "status", Verdict.OMITTED, expected, "does not state the value as the answer"
+        )
     if e.corrected_later and not _RECORDED_CUES.search(text):
-        return Finding("status", Verdict.OMITTED, expected,
-                       "does not say this is what was recorded then, corrected since")
+        return Finding(
+            "status",
+            Verdict.OMITTED,
+            expected,
+            "does not say this is what was recorded then, corrected since",
+        )
     return Finding("status", Verdict.STATED, expected, "states the value as the answer")
 
 
@@ -340,10 +417,16 @@ def _check_sources(e: Claims, text: str) -> Finding:
         return Finding("source", Verdict.STATED, expected, f"names {', '.join(named)}")
     if named:
         missing = [s for s in e.sources if s not in named]
-        return Finding("source", Verdict.OMITTED, expected,
-                       f"names {', '.join(named)} but not {', '.join(missing)}")
+        return Finding(
+            "source",
+            Verdict.OMITTED,
+            expected,
+            f"names {', '.join(named)} but not {', '.join(missing)}",
+        )
     others = [m.group(1).rstrip(".,;:") for m in _ATTRIBUTION.finditer(text)]
     others = [o for o in others if o and not any(_names(s, o) for s in e.sources)]
     if others:
-        return Finding("source", Verdict.CONTRADICTED, expected, f"attributes it to {', '.join(others)}")
+        return Finding(
+            "source", Verdict.CONTRADICTED, expected, f"attributes it to {', '.join(others)}"
+        )
     return Finding("source", Verdict.OMITTED, expected, "does not name the source")

@@ -62,7 +62,9 @@ AsyncConnectable = (
 )
 
 
-def plan(access: Access, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> tuple[bool, bool]:
+def plan(
+    access: Access, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+) -> tuple[bool, bool]:
     """``(begin, atomic)`` for a call: whether to open the caller's implicit transaction
     first, and whether to run inside ``connection.transaction()`` (module docstring)."""
     idle = conn.info.transaction_status == TransactionStatus.IDLE
@@ -141,7 +143,9 @@ def _async_leaser(
             connection = await connection.connection()
         yield await _async_driver(connection)
 
-    if isinstance(source, sqlalchemy.ext.asyncio.AsyncSession | sqlalchemy.ext.asyncio.AsyncConnection):
+    if isinstance(
+        source, sqlalchemy.ext.asyncio.AsyncSession | sqlalchemy.ext.asyncio.AsyncConnection
+    ):
         return sqlalchemy_driver
     raise TypeError(
         "AsyncStore needs a psycopg AsyncConnection or AsyncConnectionPool, or a SQLAlchemy "
@@ -178,7 +182,8 @@ class Runner:
         self.source = source
         self._lease = _leaser(source)
         self._pinned: ContextVar[psycopg.Connection[Any] | None] = ContextVar(
-            "bitemporal_connection", default=None)
+            "bitemporal_connection", default=None
+        )
         self._pool = isinstance(source, psycopg_pool.ConnectionPool)
 
     @contextmanager
@@ -222,7 +227,8 @@ class AsyncRunner:
         self.source = source
         self._lease = _async_leaser(source)
         self._pinned: ContextVar[psycopg.AsyncConnection[Any] | None] = ContextVar(
-            "bitemporal_async_connection", default=None)
+            "bitemporal_async_connection", default=None
+        )
         self._pool = isinstance(source, psycopg_pool.AsyncConnectionPool)
 
     @asynccontextmanager

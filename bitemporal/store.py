@@ -68,8 +68,11 @@ class Store(StoreOperations, SyncRepository):
     @property
     def tables(self) -> ApplicationTables:
         """Deprecated name of :attr:`app_tables` (goes at 1.0)."""
-        warnings.warn("Store.tables is deprecated and goes at 1.0: use Store.app_tables",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Store.tables is deprecated and goes at 1.0: use Store.app_tables",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.app_tables
 
     @property

@@ -162,7 +162,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
-def _server_requirements(request: pytest.FixtureRequest, server_url: str, server_version: int) -> None:
+def _server_requirements(
+    request: pytest.FixtureRequest, server_url: str, server_version: int
+) -> None:
     if request.node.get_closest_marker("pg18") and server_version < 18:
         pytest.skip(f"needs PostgreSQL 18 or later; this server is PostgreSQL {server_version}")
     if request.node.get_closest_marker("vector"):
@@ -171,4 +173,6 @@ def _server_requirements(request: pytest.FixtureRequest, server_url: str, server
                 "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"
             ).fetchone()
         if not row or not row[0]:
-            pytest.skip(f"needs the pgvector extension, which PostgreSQL {server_version} here lacks")
+            pytest.skip(
+                f"needs the pgvector extension, which PostgreSQL {server_version} here lacks"
+            )

@@ -243,6 +243,6 @@ class FactModel:
         return [
             (a, b)
             for i, a in enumerate(vs)
-            for b in vs[i + 1:]
+            for b in vs[i + 1 :]
             if a.source == b.source and a.valid.overlaps(b.valid) and a.known.overlaps(b.known)
         ]

@@ -54,10 +54,15 @@ class Record(BaseModel):
 
 def version(v: bitemporal.Version) -> dict[str, JSON]:
     return {
-        "version_id": v.version_id, "source": v.source, "value": v.value,
-        "valid_from": iso_time(v.valid_period.start), "valid_to": iso_time(v.valid_period.end),
-        "known_from": iso_time(v.known_period.start), "known_to": iso_time(v.known_period.end),
-        "recorded_by": v.recorded_by, "carried_from": v.carried_from,
+        "version_id": v.version_id,
+        "source": v.source,
+        "value": v.value,
+        "valid_from": iso_time(v.valid_period.start),
+        "valid_to": iso_time(v.valid_period.end),
+        "known_from": iso_time(v.known_period.start),
+        "known_to": iso_time(v.known_period.end),
+        "recorded_by": v.recorded_by,
+        "carried_from": v.carried_from,
     }
 
 
@@ -76,8 +81,9 @@ def create_app(url: str | None = None) -> FastAPI:
             app.state.store = bitemporal.AsyncStore(pool)
             yield
 
-    app = FastAPI(title="bitemporal example service", lifespan=lifespan,
-                  default_response_class=ExactJSON)
+    app = FastAPI(
+        title="bitemporal example service", lifespan=lifespan, default_response_class=ExactJSON
+    )
 
     def store(request: Request) -> bitemporal.AsyncStore:
         found: bitemporal.AsyncStore = request.app.state.store
@@ -85,44 +91,78 @@ def create_app(url: str | None = None) -> FastAPI:
 
     @app.exception_handler(bitemporal.BitemporalError)
     async def refused(request: Request, exc: bitemporal.BitemporalError) -> ExactJSON:
-        status = (422 if isinstance(exc, bitemporal.InvalidInputError)
-                  else 404 if isinstance(exc, LookupError)
-                  else 409 if isinstance(exc, bitemporal.KnowledgeTimeError)
-                  else 500)
-        return ExactJSON({"error": type(exc).__name__, "message": str(exc), "hint": exc.hint},
-                         status_code=status)
+        status = (
+            422
+            if isinstance(exc, bitemporal.InvalidInputError)
+            else 404
+            if isinstance(exc, LookupError)
+            else 409
+            if isinstance(exc, bitemporal.KnowledgeTimeError)
+            else 500
+        )
+        return ExactJSON(
+            {"error": type(exc).__name__, "message": str(exc), "hint": exc.hint}, status_code=status
+        )
 
     @app.post("/facts/{entity}/{attribute}", status_code=201)
     async def record(entity: str, attribute: str, body: Record, request: Request) -> Any:
         done = await store(request).facts.record(
-            bitemporal.Key(entity, attribute), body.value, source=body.source,
-            valid_from=body.valid_from, valid_to=body.valid_to, known_at=body.known_at,
-            recorded_by=body.recorded_by, idempotency_key=body.idempotency_key,
+            bitemporal.Key(entity, attribute),
+            body.value,
+            source=body.source,
+            valid_from=body.valid_from,
+            valid_to=body.valid_to,
+            known_at=body.known_at,
+            recorded_by=body.recorded_by,
+            idempotency_key=body.idempotency_key,
         )
-        return {"version_id": done.version_id, "created": done.created,
-                "superseded": list(done.superseded), "known_at": iso_time(done.known_at)}
+        return {
+            "version_id": done.version_id,
+            "created": done.created,
+            "superseded": list(done.superseded),
+            "known_at": iso_time(done.known_at),
+        }
 
     @app.get("/facts/{entity}/{attribute}")
-    async def resolve(entity: str, attribute: str, request: Request,
-                      valid_at: datetime | None = None, known_at: datetime | None = None,
-                      now: datetime | None = None) -> Any:
+    async def resolve(
+        entity: str,
+        attribute: str,
+        request: Request,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> Any:
         answer = await store(request).facts.explain(
-            bitemporal.Key(entity, attribute), valid_at=valid_at, known_at=known_at, now=now)
+            bitemporal.Key(entity, attribute), valid_at=valid_at, known_at=known_at, now=now
+        )
         return answer.as_dict()
 
     @app.get("/facts/{entity}/{attribute}/history")
     async def history(entity: str, attribute: str, request: Request) -> Any:
-        return [version(v) for v in
-                await store(request).facts.history(bitemporal.Key(entity, attribute))]
+        return [
+            version(v)
+            for v in await store(request).facts.history(bitemporal.Key(entity, attribute))
+        ]
 
     @app.get("/changes")
-    async def changes(request: Request, known_from: datetime | None = None,
-                      known_to: datetime | None = None, entity: str | None = None,
-                      attribute: str | None = None) -> Any:
+    async def changes(
+        request: Request,
+        known_from: datetime | None = None,
+        known_to: datetime | None = None,
+        entity: str | None = None,
+        attribute: str | None = None,
+    ) -> Any:
         key = None if entity is None or attribute is None else bitemporal.Key(entity, attribute)
         found = await store(request).facts.changes(known_from, known_to, key=key)
-        return [{"kind": c.kind.value, "at": iso_time(c.at), "version": version(c.version),
-                 "by": list(c.by)} for c in found]
+        return [
+            {
+                "kind": c.kind.value,
+                "at": iso_time(c.at),
+                "version": version(c.version),
+                "by": list(c.by),
+            }
+            for c in found
+        ]
 
     return app
 

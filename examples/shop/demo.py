@@ -39,17 +39,35 @@ def alembic_config(url: str) -> Config:
 
 def write_history(session: Session) -> None:
     record(session, Product(sku="A1", name="Anvil"), valid_from=day(1, 1), known_at=day(1, 5))
-    record(session, Price(sku="A1", currency="EUR", amount=Decimal("10.00")), valid_from=day(1, 1), known_at=day(1, 5))
+    record(
+        session,
+        Price(sku="A1", currency="EUR", amount=Decimal("10.00")),
+        valid_from=day(1, 1),
+        known_at=day(1, 5),
+    )
     # Decided for 1 March, learned on 10 March.
-    record(session, Price(sku="A1", currency="EUR", amount=Decimal("12.00")), valid_from=day(3, 1), known_at=day(3, 10))
+    record(
+        session,
+        Price(sku="A1", currency="EUR", amount=Decimal("12.00")),
+        valid_from=day(3, 1),
+        known_at=day(3, 10),
+    )
     # Corrected on 2 April: March was 11.50.
-    record(session, Price(sku="A1", currency="EUR", amount=Decimal("11.50")),
-           valid_from=day(3, 1), valid_to=day(4, 1), known_at=day(4, 2))
+    record(
+        session,
+        Price(sku="A1", currency="EUR", amount=Decimal("11.50")),
+        valid_from=day(3, 1),
+        valid_to=day(4, 1),
+        known_at=day(4, 2),
+    )
 
 
 def price(session: Session, valid_at: datetime, known_at: datetime | None = None) -> Decimal | None:
     return session.scalar(
-        select(Price.amount).where(eligible(Price, valid_at, known_at), Price.sku == "A1", Price.currency == "EUR"))
+        select(Price.amount).where(
+            eligible(Price, valid_at, known_at), Price.sku == "A1", Price.currency == "EUR"
+        )
+    )
 
 
 def main(url: str) -> list[str]:
@@ -71,7 +89,8 @@ def main(url: str) -> list[str]:
             lines.append(f"{label}: {'missing' if amount is None else amount}")
         # A join of two bitemporal tables at one question.
         row = session.execute(
-            as_of(Product, day(3, 2)).add_columns(Price.amount)
+            as_of(Product, day(3, 2))
+            .add_columns(Price.amount)
             .join(Price, and_(Price.sku == Product.sku, eligible(Price, day(3, 2))))
         ).one()
         lines.append(f"on 2 March, as known now: {row[0].name} at {row[1]} EUR")

@@ -230,11 +230,26 @@ def test_all_adds_ingestion_and_decay_steps(
     assert all(s["postgres_step_s"] > 0 for s in result["decay_steps"])
 
 
-def test_ingestion_benchmark_runs(server_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_ingestion_benchmark_runs(
+    server_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """`python -m benchmarks facts --ingest`, tiny: every method and workload, and the goals line."""
     out_json = tmp_path / "ingest.json"
-    code = bench.main(["--url", server_url, "--ingest", "--ingest-rows", "300", "--record-rows", "30",
-                       "--batch-size", "100", "--json", str(out_json)])
+    code = bench.main(
+        [
+            "--url",
+            server_url,
+            "--ingest",
+            "--ingest-rows",
+            "300",
+            "--record-rows",
+            "30",
+            "--batch-size",
+            "100",
+            "--json",
+            str(out_json),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "record_many, batches of 100" in out and "Goals for record_many:" in out
     results = json.loads(out_json.read_text(encoding="utf-8"))["results"]

@@ -14,5 +14,7 @@ def test_short_load_run_keeps_every_invariant(make_database: Any, migrate_databa
     assert violations == {"overlapping versions": 0, "empty periods": 0, "past answers changed": 0}
     for phase in phases:
         assert phase.writes.errors == {} and phase.reads.errors == {}, phase.name
-        assert len(phase.writes.latencies_ms) > 20 and len(phase.reads.latencies_ms) > 20, phase.name
+        assert len(phase.writes.latencies_ms) > 20 and len(phase.reads.latencies_ms) > 20, (
+            phase.name
+        )
         assert len(phase.captured) > 20

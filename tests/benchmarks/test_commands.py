@@ -14,10 +14,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
     """``python -m benchmarks ARGS`` in the checkout, as a user runs it."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL",
-                                                            "BITEMPORAL_DATABASE_URL")}
-    return subprocess.run([sys.executable, "-m", "benchmarks", *args], check=False, cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "DATABASE_URL", "BITEMPORAL_DATABASE_URL")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks", *args],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("suite", ["facts", "decay", "load"])
@@ -35,8 +45,22 @@ def test_an_unknown_suite_is_a_usage_error() -> None:
 
 
 def test_load_runs_end_to_end_from_the_command(server_url: str) -> None:
-    result = benchmarks("load", "--url", server_url, "--seconds", "0.5", "--keys", "20",
-                        "--writers", "2", "--readers", "2")
+    result = benchmarks(
+        "load",
+        "--url",
+        server_url,
+        "--seconds",
+        "0.5",
+        "--keys",
+        "20",
+        "--writers",
+        "2",
+        "--readers",
+        "2",
+    )
     assert result.returncode == 0, result.stderr
     assert "errors by kind: none" in result.stdout
-    assert "invariants: overlapping versions=0, empty periods=0, past answers changed=0" in result.stdout
+    assert (
+        "invariants: overlapping versions=0, empty periods=0, past answers changed=0"
+        in result.stdout
+    )

@@ -42,35 +42,48 @@ from tests.reference_model import Version as ModelVersion
 def claim_table(database_url: str) -> Iterator[str]:
     name = f"claim_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE TABLE {} (item text, source text, value jsonb NOT NULL)").format(
-            sql.Identifier(name)))
-        conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['item', 'source'])", (name,))
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (item text, source text, value jsonb NOT NULL)").format(
+                sql.Identifier(name)
+            )
+        )
+        conn.execute(
+            "SELECT bitemporal.enable_table(%s::regclass, ARRAY['item', 'source'])", (name,)
+        )
         yield name
         conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (name,))
 
 
 def fingerprint(v: TableVersion) -> tuple[Any, ...]:
     return ModelVersion(
-        v.row["source"], v.row["value"],
+        v.row["source"],
+        v.row["value"],
         Period(v.valid_period.start, v.valid_period.end),
         Period(v.known_period.start, v.known_period.end),
     ).fingerprint()
 
 
-def apply(store: Store, table: str, model: FactModel, item: str, op: Op, known_at: datetime) -> None:
+def apply(
+    store: Store, table: str, model: FactModel, item: str, op: Op, known_at: datetime
+) -> None:
     key = {"item": item, "source": op.source}
     if op.kind == "record":
         recorded = store.app_tables.record(
-            table, {**key, "value": op.value}, valid_from=op.valid.start, valid_to=op.valid.end,
-            known_at=known_at)
+            table,
+            {**key, "value": op.value},
+            valid_from=op.valid.start,
+            valid_to=op.valid.end,
+            known_at=known_at,
+        )
         created = model.record(op.source, op.value, op.valid, known_at)
         assert recorded.created == created, op
         assert recorded.known_at == (known_at if created else None), op
         event(f"record {'created' if created else 'no-op'}")
         return
     try:
-        ended = store.app_tables.retract(table, key, valid_from=op.valid.start, valid_to=op.valid.end,
-                                     known_at=known_at)
+        ended = store.app_tables.retract(
+            table, key, valid_from=op.valid.start, valid_to=op.valid.end, known_at=known_at
+        )
     except UnknownKeyError:
         # The table's key includes the source: one never recorded is unknown, and the
         # model has nothing of that source to retract either.
@@ -86,7 +99,9 @@ def raw(connect: Callable[..., psycopg.Connection[Any]]) -> psycopg.Connection[A
     return connect()
 
 
-@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None, max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_application_table_agrees_with_the_model(
     claim_table: str, raw: psycopg.Connection[Any], data: st.DataObject
@@ -105,8 +120,12 @@ def test_application_table_agrees_with_the_model(
             got = Counter(
                 fingerprint(v)
                 for source in SOURCES
-                for v in store.app_tables.as_of(claim_table, {"item": item, "source": source},
-                                            valid_at=valid_at, known_at=known_at)
+                for v in store.app_tables.as_of(
+                    claim_table,
+                    {"item": item, "source": source},
+                    valid_at=valid_at,
+                    known_at=known_at,
+                )
             )
             want = Counter(v.fingerprint() for v in model.as_of(valid_at, known_at))
             assert got == want, f"{writes} at {times}: valid_at={valid_at}, known_at={known_at}"
@@ -123,41 +142,73 @@ def test_application_table_agrees_with_the_model(
 def fuzz_table(database_url: str) -> Iterator[str]:
     name = f"fuzz_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL(
-            "CREATE TABLE {} (k text, n integer, amount numeric(6, 2) NOT NULL, label varchar(8),"
-            " CHECK (amount >= 0))").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} (k text, n integer, amount numeric(6, 2) NOT NULL, label varchar(8),"
+                " CHECK (amount >= 0))"
+            ).format(sql.Identifier(name))
+        )
         conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k', 'n'])", (name,))
         yield name
         conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (name,))
 
 
 column_values = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(10**12), max_value=10**12),
-    st.floats(allow_nan=True, allow_infinity=True), st.decimals(allow_nan=False, allow_infinity=False, places=3),
-    st.text(max_size=12), st.sampled_from(["", "'", "\x00", "%s", "$1", ";--", "9" * 20]),
-    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3),
+    st.text(max_size=12),
+    st.sampled_from(["", "'", "\x00", "%s", "$1", ";--", "9" * 20]),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
-instants = st.one_of(st.none(), st.datetimes(
-    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
-    timezones=st.sampled_from([UTC, timezone(timedelta(hours=-12)), None])))
+instants = st.one_of(
+    st.none(),
+    st.datetimes(
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=-12)), None]),
+    ),
+)
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(row=st.dictionaries(st.sampled_from(["k", "n", "amount", "label", "other"]), column_values, max_size=5),
-       valid_from=instants, valid_to=instants, known_at=instants, retract=st.booleans())
+@settings(
+    deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    row=st.dictionaries(
+        st.sampled_from(["k", "n", "amount", "label", "other"]), column_values, max_size=5
+    ),
+    valid_from=instants,
+    valid_to=instants,
+    known_at=instants,
+    retract=st.booleans(),
+)
 def test_bad_rows_get_documented_errors_and_write_nothing(
-    fuzz_table: str, raw: psycopg.Connection[Any], row: dict[str, Any],
-    valid_from: Any, valid_to: Any, known_at: Any, retract: bool,
+    fuzz_table: str,
+    raw: psycopg.Connection[Any],
+    row: dict[str, Any],
+    valid_from: Any,
+    valid_to: Any,
+    known_at: Any,
+    retract: bool,
 ) -> None:
     store = Store(raw)
-    count = sql.SQL("SELECT count(*), count(*) FILTER (WHERE upper_inf(known_period)) FROM {}").format(
-        sql.Identifier(fuzz_table))
+    count = sql.SQL(
+        "SELECT count(*), count(*) FILTER (WHERE upper_inf(known_period)) FROM {}"
+    ).format(sql.Identifier(fuzz_table))
     before = store.connection.execute(count).fetchone()
     try:
         if retract:
-            store.app_tables.retract(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+            store.app_tables.retract(
+                fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at
+            )
         else:
-            store.app_tables.record(fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+            store.app_tables.record(
+                fuzz_table, row, valid_from=valid_from, valid_to=valid_to, known_at=known_at
+            )
     except BitemporalError:
         assert store.connection.execute(count).fetchone() == before
         return

@@ -55,17 +55,25 @@ def schema(connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[str]:
     conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(name)))
     conn.execute("CREATE TABLE product (sku text, name text NOT NULL)")
     conn.execute("SELECT bitemporal.enable_table('product', ARRAY['sku'])")
-    conn.execute("CREATE TABLE price (sku text, currency text, amount numeric(10, 2) NOT NULL, note text)")
+    conn.execute(
+        "CREATE TABLE price (sku text, currency text, amount numeric(10, 2) NOT NULL, note text)"
+    )
     conn.execute("SELECT bitemporal.enable_table('price', ARRAY['sku', 'currency'])")
     conn.execute("SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product')")
     yield name
     conn.execute("RESET search_path")
-    conn.execute(sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(sql.Literal(f"{name}.price")))
-    conn.execute(sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(sql.Literal(f"{name}.product")))
+    conn.execute(
+        sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(sql.Literal(f"{name}.price"))
+    )
+    conn.execute(
+        sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(sql.Literal(f"{name}.product"))
+    )
     conn.execute(sql.SQL("DROP SCHEMA {}").format(sql.Identifier(name)))
 
 
-def price(sku: str = "A1", amount: Any = Decimal("10.00"), currency: str = "EUR", note: str | None = None) -> dict[str, Any]:
+def price(
+    sku: str = "A1", amount: Any = Decimal("10.00"), currency: str = "EUR", note: str | None = None
+) -> dict[str, Any]:
     return {"sku": sku, "currency": currency, "amount": amount, "note": note}
 
 
@@ -73,8 +81,9 @@ def snapshot(conn: psycopg.Connection[Any], schema: str) -> list[tuple[Any, ...]
     """Every row of both tables and their key tables: what a refused write must leave alone."""
     rows: list[tuple[Any, ...]] = []
     for table in ("product", "product_key", "price", "price_key"):
-        rows += conn.execute(sql.SQL("SELECT t::text FROM {} t ORDER BY 1").format(
-            sql.Identifier(schema, table))).fetchall()
+        rows += conn.execute(
+            sql.SQL("SELECT t::text FROM {} t ORDER BY 1").format(sql.Identifier(schema, table))
+        ).fetchall()
     return rows
 
 
@@ -88,18 +97,33 @@ def test_the_generated_functions_record_correct_and_retract(store: Store, schema
     again = t.record(prices, price(amount=Decimal("10.00")), valid_from=MAR, valid_to=APR)
     assert (again.created, again.version_id) == (False, first.version_id)
     # A correction of a past period, learned now: the old version is closed, its remainders re-recorded.
-    fix = t.record(prices, price(amount=Decimal("12.50"), note="late raise"), valid_from=MAR, valid_to=APR)
+    fix = t.record(
+        prices, price(amount=Decimal("12.50"), note="late raise"), valid_from=MAR, valid_to=APR
+    )
     assert fix.created and fix.superseded == (first.version_id,)
 
-    now = {v.valid_period.start: v.row["amount"] for v in t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR)}
+    now = {
+        v.valid_period.start: v.row["amount"]
+        for v in t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR)
+    }
     assert now == {MAR: Decimal("12.50")}
     # What was known before the correction, for March: 10.
-    before = t.as_of(prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR, known_at=fix.known_at - US)
+    before = t.as_of(
+        prices, {"sku": "A1", "currency": "EUR"}, valid_at=MAR, known_at=fix.known_at - US
+    )
     assert [v.row["amount"] for v in before] == [Decimal("10.00")]
 
     history = t.history(prices, {"sku": "A1", "currency": "EUR"})
-    assert [(v.row["amount"], v.valid_period.start, v.valid_period.end, v.known_period.end is None, v.carried_from)
-            for v in history] == [
+    assert [
+        (
+            v.row["amount"],
+            v.valid_period.start,
+            v.valid_period.end,
+            v.known_period.end is None,
+            v.carried_from,
+        )
+        for v in history
+    ] == [
         (Decimal("10.00"), FEB, None, False, None),
         (Decimal("10.00"), FEB, MAR, True, first.version_id),
         (Decimal("10.00"), APR, None, True, first.version_id),
@@ -118,22 +142,33 @@ def test_the_generated_functions_record_correct_and_retract(store: Store, schema
     ]
 
 
-def test_existing_rows_become_the_first_versions(connect: Callable[..., psycopg.Connection[Any]], store: Store) -> None:
+def test_existing_rows_become_the_first_versions(
+    connect: Callable[..., psycopg.Connection[Any]], store: Store
+) -> None:
     name = f"conv_{uuid.uuid4().hex[:10]}"
     conn = connect()
-    conn.execute(sql.SQL("CREATE TABLE {} (id integer PRIMARY KEY, label text)").format(sql.Identifier(name)))
-    conn.execute(sql.SQL("INSERT INTO {} VALUES (1, 'one'), (2, 'two')").format(sql.Identifier(name)))
+    conn.execute(
+        sql.SQL("CREATE TABLE {} (id integer PRIMARY KEY, label text)").format(sql.Identifier(name))
+    )
+    conn.execute(
+        sql.SQL("INSERT INTO {} VALUES (1, 'one'), (2, 'two')").format(sql.Identifier(name))
+    )
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'], %s)", (name, JAN))
     rows = store.app_tables.as_of(name, valid_at=FEB)
     assert [(v.row, v.valid_period.start, v.valid_period.end) for v in rows] == [
-        ({"id": 1, "label": "one"}, JAN, None), ({"id": 2, "label": "two"}, JAN, None)]
+        ({"id": 1, "label": "one"}, JAN, None),
+        ({"id": 2, "label": "two"}, JAN, None),
+    ]
     assert store.app_tables.as_of(name, valid_at=JAN - US) == []
     # Nothing recorded since: it may go back to an ordinary table, primary key and all.
     conn.execute("SELECT bitemporal.disable_table(%s::regclass)", (name,))
-    assert conn.execute(sql.SQL("SELECT * FROM {} ORDER BY id").format(sql.Identifier(name))).fetchall() == [
-        (1, "one"), (2, "two")]
-    assert conn.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'p'",
-                        (name,)).fetchone() == (1,)
+    assert conn.execute(
+        sql.SQL("SELECT * FROM {} ORDER BY id").format(sql.Identifier(name))
+    ).fetchall() == [(1, "one"), (2, "two")]
+    assert conn.execute(
+        "SELECT count(*) FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'p'",
+        (name,),
+    ).fetchone() == (1,)
     # Once history is written, going back would lose it: refused.
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['id'])", (name,))
     store.app_tables.record(name, {"id": 1, "label": "uno"})
@@ -150,7 +185,11 @@ def test_existing_rows_become_the_first_versions(connect: Callable[..., psycopg.
         ("CREATE TABLE {} (id int, v int)", ["nope"], "no column nope"),
         ("CREATE TABLE {} (id int, v int)", [], "at least one key column"),
         ("CREATE TABLE {} (id int, v int); INSERT INTO {} VALUES (NULL, 1)", ["id"], "null key"),
-        ("CREATE TABLE {} (id int, v int); INSERT INTO {} VALUES (1, 1), (1, 2)", ["id"], "same key"),
+        (
+            "CREATE TABLE {} (id int, v int); INSERT INTO {} VALUES (1, 1), (1, 2)",
+            ["id"],
+            "same key",
+        ),
     ],
 )
 def test_a_table_that_cannot_hold_versions_is_refused_unchanged(
@@ -159,19 +198,23 @@ def test_a_table_that_cannot_hold_versions_is_refused_unchanged(
     name = f"bad_{uuid.uuid4().hex[:10]}"
     conn = connect()
     conn.execute(sql.SQL(ddl).format(*[sql.Identifier(name)] * ddl.count("{}")))
-    before = conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-                          (name,)).fetchone()
+    before = conn.execute(
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0", (name,)
+    ).fetchone()
     with raises_sqlstate("BT402", reason):
         conn.execute("SELECT bitemporal.enable_table(%s::regclass, %s)", (name, key))
-    after = conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-                         (name,)).fetchone()
+    after = conn.execute(
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0", (name,)
+    ).fetchone()
     assert after == before
-    assert conn.execute("SELECT count(*) FROM bitemporal.app_table WHERE table_name = %s", (name,)).fetchone() == (0,)
+    assert conn.execute(
+        "SELECT count(*) FROM bitemporal.app_table WHERE table_name = %s", (name,)
+    ).fetchone() == (0,)
     conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(name)))
 
 
 def test_a_table_name_leaves_room_for_the_names_derived_from_it(
-    connect: Callable[..., psycopg.Connection[Any]]
+    connect: Callable[..., psycopg.Connection[Any]],
 ) -> None:
     conn = connect()
     unique = uuid.uuid4().hex[:12]
@@ -181,13 +224,19 @@ def test_a_table_name_leaves_room_for_the_names_derived_from_it(
         conn.execute(sql.SQL("CREATE TABLE {} (id int, v int)").format(sql.Identifier(name)))
     try:
         conn.execute("SELECT bitemporal.enable_table(%s::regclass, %s)", (longest, ["id"]))
-        assert conn.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'c' "
-                            "ORDER BY 1", (longest,)).fetchall() == [
-            (f"{longest}_known_period_half_open",), (f"{longest}_valid_period_half_open",)]
+        assert conn.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'c' "
+            "ORDER BY 1",
+            (longest,),
+        ).fetchall() == [
+            (f"{longest}_known_period_half_open",),
+            (f"{longest}_valid_period_half_open",),
+        ]
         with raises_sqlstate("BT402", "41 bytes long.*at most 40"):
             conn.execute("SELECT bitemporal.enable_table(%s::regclass, %s)", (too_long, ["id"]))
-        assert conn.execute("SELECT count(*) FROM bitemporal.app_table WHERE table_name = %s",
-                            (too_long,)).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM bitemporal.app_table WHERE table_name = %s", (too_long,)
+        ).fetchone() == (0,)
     finally:
         conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (longest,))
         conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(too_long)))
@@ -241,7 +290,9 @@ def test_bad_input_raises_typed_errors_and_writes_nothing(
 def test_append_only_holds_for_the_owner_through_the_store(store: Store, schema: str) -> None:
     store.app_tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
     with pytest.raises(AppendOnlyError), store.transaction():
-        store.connection.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(schema, "product")))
+        store.connection.execute(
+            sql.SQL("DELETE FROM {}").format(sql.Identifier(schema, "product"))
+        )
 
 
 def test_writes_in_one_transaction_share_its_knowledge_time(
@@ -259,7 +310,9 @@ def test_writes_in_one_transaction_share_its_knowledge_time(
     history = t.history(f"{schema}.price", {"sku": "A1", "currency": "EUR"})
     conn.rollback()  # end the reading transaction: the fixture drops the tables
     assert [(v.row["amount"], v.valid_period.start, v.valid_period.end) for v in history] == [
-        (Decimal("1.00"), None, MAR), (Decimal("2.00"), MAR, None)]
+        (Decimal("1.00"), None, MAR),
+        (Decimal("2.00"), MAR, None),
+    ]
 
 
 def test_concurrent_writers_of_one_key_are_serialised(
@@ -273,8 +326,11 @@ def test_concurrent_writers_of_one_key_are_serialised(
         try:
             for j in range(10):
                 month = 1 + (i + j) % 5
-                store.app_tables.record(f"{schema}.price", price(amount=i * 100 + j),
-                                    valid_from=datetime(2026, month, 1, tzinfo=UTC))
+                store.app_tables.record(
+                    f"{schema}.price",
+                    price(amount=i * 100 + j),
+                    valid_from=datetime(2026, month, 1, tzinfo=UTC),
+                )
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -286,15 +342,29 @@ def test_concurrent_writers_of_one_key_are_serialised(
     assert errors == []
     conn = connect()
     # No two open versions overlap, and knowledge times of the key's writes only moved forward.
-    assert conn.execute(sql.SQL(
-        "SELECT count(*) FROM {0} a JOIN {0} b ON a.version_id < b.version_id"
-        " AND a.valid_period && b.valid_period AND a.known_period && b.known_period").format(
-        sql.Identifier(schema, "price"))).fetchone() == (0,)
-    starts = [r[0] for r in conn.execute(sql.SQL(
-        "SELECT DISTINCT lower(known_period) FROM {} ORDER BY 1").format(sql.Identifier(schema, "price")))]
+    assert conn.execute(
+        sql.SQL(
+            "SELECT count(*) FROM {0} a JOIN {0} b ON a.version_id < b.version_id"
+            " AND a.valid_period && b.valid_period AND a.known_period && b.known_period"
+        ).format(sql.Identifier(schema, "price"))
+    ).fetchone() == (0,)
+    starts = [
+        r[0]
+        for r in conn.execute(
+            sql.SQL("SELECT DISTINCT lower(known_period) FROM {} ORDER BY 1").format(
+                sql.Identifier(schema, "price")
+            )
+        )
+    ]
     assert len(starts) == 40  # every write created something, each at its own knowledge time
-    assert conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE upper_inf(known_period)").format(
-        sql.Identifier(schema, "price"))).fetchone()[0] >= 1  # type: ignore[index]
+    assert (
+        conn.execute(
+            sql.SQL("SELECT count(*) FROM {} WHERE upper_inf(known_period)").format(
+                sql.Identifier(schema, "price")
+            )
+        ).fetchone()[0]
+        >= 1
+    )  # type: ignore[index]
 
 
 def test_temporal_reference_boundaries(store: Store, schema: str) -> None:
@@ -343,7 +413,9 @@ def test_a_reference_is_checked_by_the_write_not_at_commit(
         with pytest.raises(TemporalReferenceError, match="price_sku_fkey"), conn.transaction():
             t.retract(product, {"sku": "A1"}, valid_from=APR)
         t.record(prices, price(currency="USD"), valid_from=APR)
-    assert [v.row["currency"] for v in t.as_of(prices, {"sku": "A1", "currency": "USD"}, valid_at=MAY)] == ["USD"]
+    assert [
+        v.row["currency"] for v in t.as_of(prices, {"sku": "A1", "currency": "USD"}, valid_at=MAY)
+    ] == ["USD"]
 
 
 def test_concurrent_parent_retract_and_child_write_cannot_both_win(
@@ -351,7 +423,9 @@ def test_concurrent_parent_retract_and_child_write_cannot_both_win(
 ) -> None:
     Store(connect()).app_tables.record(f"{schema}.product", {"sku": "A1", "name": "Anvil"})
     parent_conn, child_conn = connect(autocommit=False), connect(autocommit=False)
-    Store(parent_conn).app_tables.retract(f"{schema}.product", {"sku": "A1"})  # holds the key's lock
+    Store(parent_conn).app_tables.retract(
+        f"{schema}.product", {"sku": "A1"}
+    )  # holds the key's lock
     results: list[str] = []
 
     def child() -> None:
@@ -372,35 +446,59 @@ def test_concurrent_parent_retract_and_child_write_cannot_both_win(
     assert results == ["child refused"]
 
 
-def test_as_of_with_a_key_uses_the_gist_index(connect: Callable[..., psycopg.Connection[Any]], schema: str) -> None:
+def test_as_of_with_a_key_uses_the_gist_index(
+    connect: Callable[..., psycopg.Connection[Any]], schema: str
+) -> None:
     conn = connect()
     conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
     conn.execute("SET enable_seqscan = off")  # a tiny table: ask which index the planner can use
-    plan = "\n".join(r[0] for r in conn.execute(
-        "EXPLAIN SELECT * FROM price_as_of(%s, %s) WHERE sku = 'A1' AND currency = 'EUR'", (MAR, MAR)))
+    plan = "\n".join(
+        r[0]
+        for r in conn.execute(
+            "EXPLAIN SELECT * FROM price_as_of(%s, %s) WHERE sku = 'A1' AND currency = 'EUR'",
+            (MAR, MAR),
+        )
+    )
     assert "price_no_overlap" in plan, plan
     assert "Seq Scan" not in plan
 
 
-def test_a_writer_role_needs_only_execute(connect: Callable[..., psycopg.Connection[Any]], schema: str) -> None:
+def test_a_writer_role_needs_only_execute(
+    connect: Callable[..., psycopg.Connection[Any]], schema: str
+) -> None:
     role = f"app_writer_{uuid.uuid4().hex[:8]}"
     conn = connect()
     conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
     try:
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
+                sql.Identifier(schema), sql.Identifier(role)
+            )
+        )
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA bitemporal TO {}").format(sql.Identifier(role)))
         conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record")))
+            conn.execute(
+                sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record"))
+            )
         conn.execute("RESET ROLE")
-        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {}(text, text, timestamptz, timestamptz, timestamptz) TO {}").format(
-            sql.Identifier(schema, "product_record"), sql.Identifier(role)))
+        conn.execute(
+            sql.SQL(
+                "GRANT EXECUTE ON FUNCTION {}(text, text, timestamptz, timestamptz, timestamptz) TO {}"
+            ).format(sql.Identifier(schema, "product_record"), sql.Identifier(role))
+        )
         conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
-        conn.execute(sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record")))
+        conn.execute(
+            sql.SQL("SELECT {}('A1', 'Anvil')").format(sql.Identifier(schema, "product_record"))
+        )
         # The function writes as the table's owner; the role itself may not touch the table.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(sql.SQL("INSERT INTO {} (sku, name, valid_period, known_period) VALUES "
-                                 "('B2', 'x', '[,)', tstzrange(now(), NULL))").format(sql.Identifier(schema, "product")))
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} (sku, name, valid_period, known_period) VALUES "
+                    "('B2', 'x', '[,)', tstzrange(now(), NULL))"
+                ).format(sql.Identifier(schema, "product"))
+            )
     finally:
         conn.execute("RESET ROLE")
         conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
@@ -413,10 +511,16 @@ def test_a_value_column_added_later_reaches_the_functions(
     t, product = store.app_tables, f"{schema}.product"
     t.record(product, {"sku": "A1", "name": "Anvil"}, valid_from=JAN)
     conn = connect()
-    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN weight_kg numeric").format(sql.Identifier(schema, "product")))
+    conn.execute(
+        sql.SQL("ALTER TABLE {} ADD COLUMN weight_kg numeric").format(
+            sql.Identifier(schema, "product")
+        )
+    )
     conn.execute("SELECT bitemporal.refresh_table(%s::regclass)", (product,))
     fresh = Store(connect()).app_tables  # definitions are cached per store
-    fresh.record(product, {"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}, valid_from=MAR)
+    fresh.record(
+        product, {"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}, valid_from=MAR
+    )
     rows = fresh.as_of(product, {"sku": "A1"}, valid_at=MAR)
     assert [v.row for v in rows] == [{"sku": "A1", "name": "Anvil", "weight_kg": Decimal("7.5")}]
     # The version recorded before the column existed reads NULL for it.
@@ -432,17 +536,25 @@ def test_refresh_keeps_the_grants_of_the_functions(
 
     def privileges() -> list[tuple[str, bool, bool]]:
         """(function, role may execute, PUBLIC may execute) for each of product's functions."""
-        return [tuple(r) for r in conn.execute(  # type: ignore[misc]
-            "SELECT p.proname, has_function_privilege(%s, p.oid, 'EXECUTE'),"
-            " coalesce(p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0), false)"
-            " FROM pg_proc p WHERE p.pronamespace = %s::regnamespace AND starts_with(p.proname, 'product_') ORDER BY 1",
-            (role, schema)).fetchall()]
+        return [
+            tuple(r)
+            for r in conn.execute(  # type: ignore[misc]
+                "SELECT p.proname, has_function_privilege(%s, p.oid, 'EXECUTE'),"
+                " coalesce(p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0), false)"
+                " FROM pg_proc p WHERE p.pronamespace = %s::regnamespace AND starts_with(p.proname, 'product_') ORDER BY 1",
+                (role, schema),
+            ).fetchall()
+        ]
 
     conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
     try:
-        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION product_retract TO {}").format(sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT EXECUTE ON FUNCTION product_retract TO {}").format(sql.Identifier(role))
+        )
         # An ACL that is not the default but still holds PUBLIC's EXECUTE.
-        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION product_changes TO {}").format(sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT EXECUTE ON FUNCTION product_changes TO {}").format(sql.Identifier(role))
+        )
         conn.execute("REVOKE EXECUTE ON FUNCTION product_history FROM PUBLIC")
         expected = [
             ("product_as_of", True, True),
@@ -455,7 +567,9 @@ def test_refresh_keeps_the_grants_of_the_functions(
         conn.execute("ALTER TABLE product ADD COLUMN weight_kg numeric")
         conn.execute("SELECT bitemporal.refresh_table('product')")
         assert privileges() == expected
-        assert conn.execute("SELECT pronargs FROM pg_proc WHERE oid = 'product_record'::regproc").fetchone() == (6,)
+        assert conn.execute(
+            "SELECT pronargs FROM pg_proc WHERE oid = 'product_record'::regproc"
+        ).fetchone() == (6,)
     finally:
         conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
@@ -488,13 +602,41 @@ def test_schema_functions_refuse_bad_input_and_change_nothing(
     )
     before = conn.execute(catalog, (schema, schema)).fetchone()
     refused = [
-        ("BT402", "has 1 key columns", "SELECT bitemporal.add_reference('price', ARRAY['sku', 'currency'], 'product')"),
-        ("BT402", "no column nope", "SELECT bitemporal.add_reference('price', ARRAY['nope'], 'product')"),
-        ("BT402", "type is not that of", "SELECT bitemporal.add_reference('price', ARRAY['amount'], 'product')"),
-        ("BT402", "already has a reference", "SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product')"),
-        ("BT402", "at most 56", "SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product', repeat('r', 57))"),
-        ("BT401", "not a bitemporal table", "SELECT bitemporal.add_reference('price_key', ARRAY['sku'], 'product')"),
-        ("BT401", "no temporal reference named", "SELECT bitemporal.drop_reference('price', 'nope')"),
+        (
+            "BT402",
+            "has 1 key columns",
+            "SELECT bitemporal.add_reference('price', ARRAY['sku', 'currency'], 'product')",
+        ),
+        (
+            "BT402",
+            "no column nope",
+            "SELECT bitemporal.add_reference('price', ARRAY['nope'], 'product')",
+        ),
+        (
+            "BT402",
+            "type is not that of",
+            "SELECT bitemporal.add_reference('price', ARRAY['amount'], 'product')",
+        ),
+        (
+            "BT402",
+            "already has a reference",
+            "SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product')",
+        ),
+        (
+            "BT402",
+            "at most 56",
+            "SELECT bitemporal.add_reference('price', ARRAY['sku'], 'product', repeat('r', 57))",
+        ),
+        (
+            "BT401",
+            "not a bitemporal table",
+            "SELECT bitemporal.add_reference('price_key', ARRAY['sku'], 'product')",
+        ),
+        (
+            "BT401",
+            "no temporal reference named",
+            "SELECT bitemporal.drop_reference('price', 'nope')",
+        ),
         ("BT402", "refers to it", "SELECT bitemporal.drop_table('product')"),
         ("BT402", "temporal references", "SELECT bitemporal.disable_table('price')"),
         ("BT401", "not a bitemporal table", "SELECT bitemporal.refresh_table('price_key')"),
@@ -509,14 +651,50 @@ def test_schema_functions_refuse_bad_input_and_change_nothing(
 # Every identifier the generated statements and functions use (aliases, CTE and
 # column names, parameters and variables of the internal functions), as a column.
 INTERNAL_NAMES = (
-    "piece", "p", "e", "v", "w", "s", "c", "k", "u", "i", "ended", "ids", "change", "changed_at",
-    "by_version_ids", "image", "d", "tab", "columns", "period", "t", "me", "result", "same_id",
-    "unseen", "found", "ref", "names", "ddl", "fns", "relation", "lower", "upper", "unnest",
-    "range_agg", "tstzrange", "coalesce", "now",
+    "piece",
+    "p",
+    "e",
+    "v",
+    "w",
+    "s",
+    "c",
+    "k",
+    "u",
+    "i",
+    "ended",
+    "ids",
+    "change",
+    "changed_at",
+    "by_version_ids",
+    "image",
+    "d",
+    "tab",
+    "columns",
+    "period",
+    "t",
+    "me",
+    "result",
+    "same_id",
+    "unseen",
+    "found",
+    "ref",
+    "names",
+    "ddl",
+    "fns",
+    "relation",
+    "lower",
+    "upper",
+    "unnest",
+    "range_agg",
+    "tstzrange",
+    "coalesce",
+    "now",
 )
 
 
-def test_columns_named_like_internal_identifiers(connect: Callable[..., psycopg.Connection[Any]]) -> None:
+def test_columns_named_like_internal_identifiers(
+    connect: Callable[..., psycopg.Connection[Any]],
+) -> None:
     """No generated statement collides with a column's name (issue 11, finding 13: a
     value column named piece broke every cut and retract with 42702)."""
     name = f"app_{uuid.uuid4().hex[:10]}"
@@ -524,21 +702,33 @@ def test_columns_named_like_internal_identifiers(connect: Callable[..., psycopg.
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
     conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(name)))
     values = [c for c in INTERNAL_NAMES if c not in ("k", "v")]
-    conn.execute(sql.SQL("CREATE TABLE weird (k text, v text, {})").format(
-        sql.SQL(", ").join(sql.SQL("{} int").format(sql.Identifier(c)) for c in values)))
+    conn.execute(
+        sql.SQL("CREATE TABLE weird (k text, v text, {})").format(
+            sql.SQL(", ").join(sql.SQL("{} int").format(sql.Identifier(c)) for c in values)
+        )
+    )
     conn.execute("SELECT bitemporal.enable_table('weird', ARRAY['k', 'v'])")
     conn.execute("CREATE TABLE child (id text, k text, v text, piece int)")
     conn.execute("SELECT bitemporal.enable_table('child', ARRAY['id'])")
     conn.execute("SELECT bitemporal.add_reference('child', ARRAY['k', 'v'], 'weird')")
     record = sql.SQL("SELECT weird_record('K', 'V', {}, %s, %s)").format(
-        sql.SQL(", ").join(sql.Literal(n) for n in range(len(values))))
+        sql.SQL(", ").join(sql.Literal(n) for n in range(len(values)))
+    )
     try:
         conn.execute(record, (JAN, None))
-        conn.execute(sql.SQL("SELECT weird_record('K', 'V', {}, %s, %s)").format(
-            sql.SQL(", ").join(sql.Literal(n + 1) for n in range(len(values)))), (FEB, MAR))
+        conn.execute(
+            sql.SQL("SELECT weird_record('K', 'V', {}, %s, %s)").format(
+                sql.SQL(", ").join(sql.Literal(n + 1) for n in range(len(values)))
+            ),
+            (FEB, MAR),
+        )
         conn.execute("SELECT child_record('C', 'K', 'V', 1, %s, %s)", (FEB, MAR))
-        assert conn.execute("SELECT weird_retract('K', 'V', %s, %s)", (APR, MAY)).fetchone() != ([],)
-        assert conn.execute("SELECT piece, k, v FROM weird_as_of(%s) WHERE k = 'K'", (FEB,)).fetchall() == [(1, "K", "V")]
+        assert conn.execute("SELECT weird_retract('K', 'V', %s, %s)", (APR, MAY)).fetchone() != (
+            [],
+        )
+        assert conn.execute(
+            "SELECT piece, k, v FROM weird_as_of(%s) WHERE k = 'K'", (FEB,)
+        ).fetchall() == [(1, "K", "V")]
         assert len(conn.execute("SELECT * FROM weird_history('K', 'V')").fetchall()) == 6
         assert len(conn.execute("SELECT * FROM weird_changes()").fetchall()) >= 3
         with raises_sqlstate("BT004"):
@@ -554,8 +744,9 @@ def test_columns_named_like_internal_identifiers(connect: Callable[..., psycopg.
 
 
 @pytest.mark.parametrize("type_name", ["json", "xml", "point"])
-def test_a_column_type_without_equality_is_refused(connect: Callable[..., psycopg.Connection[Any]],
-                                                   type_name: str) -> None:
+def test_a_column_type_without_equality_is_refused(
+    connect: Callable[..., psycopg.Connection[Any]], type_name: str
+) -> None:
     """Every write compares a row's values with the known ones: a type without = made every
     write fail, reported as SchemaNotMigratedError (issue 11, finding 12)."""
     name = f"app_{uuid.uuid4().hex[:10]}"
@@ -564,10 +755,13 @@ def test_a_column_type_without_equality_is_refused(connect: Callable[..., psycop
     conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(name)))
     try:
         conn.execute(sql.SQL("CREATE TABLE doc (sku text, body {})").format(sql.SQL(type_name)))
-        with raises_sqlstate("BT402", match=f"its column body is of type {type_name}, which has no equality operator"):
+        with raises_sqlstate(
+            "BT402", match=f"its column body is of type {type_name}, which has no equality operator"
+        ):
             conn.execute("SELECT bitemporal.enable_table('doc', ARRAY['sku'])")
-        assert conn.execute("SELECT count(*) FROM bitemporal.app_table WHERE table_schema = %s", (name,)
-                            ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM bitemporal.app_table WHERE table_schema = %s", (name,)
+        ).fetchone() == (0,)
         # Added after enable_table: refresh_table refuses it.
         conn.execute("CREATE TABLE note (sku text, body text)")
         conn.execute("SELECT bitemporal.enable_table('note', ARRAY['sku'])")
@@ -581,7 +775,9 @@ def test_a_column_type_without_equality_is_refused(connect: Callable[..., psycop
         conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
 
 
-def test_only_a_missing_bitemporal_object_means_not_migrated(connect: Callable[..., psycopg.Connection[Any]]) -> None:
+def test_only_a_missing_bitemporal_object_means_not_migrated(
+    connect: Callable[..., psycopg.Connection[Any]],
+) -> None:
     """SchemaNotMigratedError is for a statement naming a bitemporal function or schema that
     does not exist, not for the same SQLSTATE raised inside a function."""
     conn = connect()
@@ -593,10 +789,14 @@ def test_only_a_missing_bitemporal_object_means_not_migrated(connect: Callable[.
     ]:
         with pytest.raises(psycopg.Error) as caught:
             conn.execute(statement)
-        assert isinstance(error_for(caught.value), SchemaNotMigratedError) is not_migrated, statement
+        assert isinstance(error_for(caught.value), SchemaNotMigratedError) is not_migrated, (
+            statement
+        )
 
 
 def test_store_tables_is_a_deprecated_name_of_app_tables(store: Store) -> None:
-    with pytest.warns(DeprecationWarning, match=r"Store\.tables is deprecated .* Store\.app_tables"):
+    with pytest.warns(
+        DeprecationWarning, match=r"Store\.tables is deprecated .* Store\.app_tables"
+    ):
         tables = store.tables
     assert tables is store.app_tables

@@ -20,25 +20,42 @@ def example(store: Store, key: Key) -> dict[str, int]:
     """The worked example, plus a retraction of the forum's claim on 2026-10-02."""
     f = store.facts
     ids = {
-        "50": f.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15")).version_id,
-        "80": f.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9)).version_id,
-        "100": f.record(key, 100, source="policy", valid_from=date(2026, 10, 1), known_at=at("2026-09-20")).version_id,
-        "90": f.record(key, 90, source="forum", valid_from=date(2026, 9, 1), valid_to=date(2026, 10, 1),
-                       known_at=at("2026-09-30")).version_id,
+        "50": f.record(
+            key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15")
+        ).version_id,
+        "80": f.record(
+            key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9)
+        ).version_id,
+        "100": f.record(
+            key, 100, source="policy", valid_from=date(2026, 10, 1), known_at=at("2026-09-20")
+        ).version_id,
+        "90": f.record(
+            key,
+            90,
+            source="forum",
+            valid_from=date(2026, 9, 1),
+            valid_to=date(2026, 10, 1),
+            known_at=at("2026-09-30"),
+        ).version_id,
     }
     [ids["90 retracted"]] = f.retract(key, source="forum", known_at=at("2026-10-02"))
     return ids
 
 
-def summary(store: Store, key: Key, known_from: datetime | None, known_to: datetime | None) -> list[tuple[str, Any, datetime]]:
-    return [(c.kind.value, c.version.value, c.at) for c in store.facts.changes(known_from, known_to, key=key)]
+def summary(
+    store: Store, key: Key, known_from: datetime | None, known_to: datetime | None
+) -> list[tuple[str, Any, datetime]]:
+    return [
+        (c.kind.value, c.version.value, c.at)
+        for c in store.facts.changes(known_from, known_to, key=key)
+    ]
 
 
 def test_september(store: Store, key: Key, example: dict[str, int]) -> None:
     assert summary(store, key, at("2026-09-01", 0), at("2026-10-01", 0)) == [
-        ("superseded", 50, at("2026-09-03", 9)),   # the 50 MB version, by the 80 MB one
-        ("learned", 80, at("2026-09-03", 9)),      # its 50 MB remainder is not "learned"
-        ("superseded", 80, at("2026-09-20")),      # the announcement cut the open-ended 80 MB
+        ("superseded", 50, at("2026-09-03", 9)),  # the 50 MB version, by the 80 MB one
+        ("learned", 80, at("2026-09-03", 9)),  # its 50 MB remainder is not "learned"
+        ("superseded", 80, at("2026-09-20")),  # the announcement cut the open-ended 80 MB
         ("learned", 100, at("2026-09-20")),
         ("learned", 90, at("2026-09-30")),
     ]
@@ -50,7 +67,9 @@ def test_details(store: Store, key: Key, example: dict[str, int]) -> None:
     assert first.kind is ChangeKind.SUPERSEDED and first.version.version_id == example["50"]
     assert first.by == (example["80"],)
     retracted = [c for c in changes if c.kind is ChangeKind.RETRACTED]
-    assert [(c.version.version_id, c.at, c.by) for c in retracted] == [(example["90"], at("2026-10-02"), ())]
+    assert [(c.version.version_id, c.at, c.by) for c in retracted] == [
+        (example["90"], at("2026-10-02"), ())
+    ]
     learned = [c for c in changes if c.kind is ChangeKind.LEARNED]
     assert all(c.version.carried_from is None and c.by == () for c in learned)
 
@@ -58,7 +77,9 @@ def test_details(store: Store, key: Key, example: dict[str, int]) -> None:
 def test_windows_are_half_open(store: Store, key: Key, example: dict[str, int]) -> None:
     t = at("2026-09-20")
     assert summary(store, key, t, t + timedelta(microseconds=1)) == [
-        ("superseded", 80, t), ("learned", 100, t)]
+        ("superseded", 80, t),
+        ("learned", 100, t),
+    ]
     assert summary(store, key, t - timedelta(hours=1), t) == []
     assert len(summary(store, key, None, None)) == 7  # 4 learned, 2 superseded, 1 retracted
     assert summary(store, key, None, at("2025-12-16")) == [("learned", 50, at("2025-12-15"))]
@@ -74,10 +95,14 @@ def test_every_key_or_one(store: Store, key: Key, example: dict[str, int]) -> No
 
 
 def test_sql(connect: Any, key: Key, example: dict[str, int]) -> None:
-    rows = connect().execute(
-        "SELECT change::text, version_id FROM bitemporal.changes('2026-10-01', '2026-10-03', %s, %s)",
-        (key.entity, key.attribute),
-    ).fetchall()
+    rows = (
+        connect()
+        .execute(
+            "SELECT change::text, version_id FROM bitemporal.changes('2026-10-01', '2026-10-03', %s, %s)",
+            (key.entity, key.attribute),
+        )
+        .fetchall()
+    )
     assert rows == [("retracted", example["90"])]
 
 

@@ -31,12 +31,18 @@ def _jsonl(**fields: Any) -> str:
 
 #: File name -> bytes, written into a temporary directory for the import cases.
 FILES: dict[str, bytes] = {
-    "huge.jsonl": ('{"entity": "hostile:e", "attribute": "a", "source": "s", "value": ' + HUGE + "}\n").encode(),
-    "deep.jsonl": ('{"entity": "hostile:e", "attribute": "a", "source": "s", "value": ' + DEEP + "}\n").encode(),
+    "huge.jsonl": (
+        '{"entity": "hostile:e", "attribute": "a", "source": "s", "value": ' + HUGE + "}\n"
+    ).encode(),
+    "deep.jsonl": (
+        '{"entity": "hostile:e", "attribute": "a", "source": "s", "value": ' + DEEP + "}\n"
+    ).encode(),
     "huge.csv": f"entity,attribute,source,value\nhostile:e,a,s,{HUGE}\n".encode(),
     "deep.csv": f"entity,attribute,source,value\nhostile:e,a,s,{DEEP}\n".encode(),
     "latin1.csv": "entity,attribute,source,value\nhostile:é,a,s,1\n".encode("latin-1"),
-    "latin1.jsonl": '{"entity": "hostile:é", "attribute": "a", "source": "s", "value": 1}\n'.encode("latin-1"),
+    "latin1.jsonl": '{"entity": "hostile:é", "attribute": "a", "source": "s", "value": 1}\n'.encode(
+        "latin-1"
+    ),
     "garbage.jsonl": bytes(range(256)) * 4,
     "surrogate.jsonl": b'{"entity": "hostile:\\ud800", "attribute": "a", "source": "s", "value": 1}\n',
     "surrogate_value.jsonl": b'{"entity": "hostile:e", "attribute": "a", "source": "s", "value": "\\udfff"}\n',
@@ -71,27 +77,82 @@ CASES: list[tuple[str, list[str], int]] = [
     ("record long entity", ["record", "x" * 2000, "a", "1", "--source", "s"], FAILURE),
     ("record surrogate entity", ["record", "hostile:\udcff", "a", "1", "--source", "s"], FAILURE),
     ("record surrogate value", ["record", "hostile:e", "a", '"\udcff"', "--source", "s"], FAILURE),
-    ("record escaped surrogate value", ["record", "hostile:e", "a", '"\\ud800"', "--source", "s"], FAILURE),
+    (
+        "record escaped surrogate value",
+        ["record", "hostile:e", "a", '"\\ud800"', "--source", "s"],
+        FAILURE,
+    ),
     ("record NUL source", ["record", "hostile:e", "a", "1", "--source", "a\x00b"], FAILURE),
-    ("record NUL recorded-by", ["record", "hostile:e", "a", "1", "--source", "s", "--recorded-by", "\x00"], FAILURE),
-    ("record bad date", ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "2026-13-01"], USAGE),
-    ("record empty date", ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", ""], USAGE),
-    ("record huge year", ["record", "hostile:e", "a", "1", "--source", "s", "--valid-to", "99999-01-01"], USAGE),
-    ("record surrogate date", ["record", "hostile:e", "a", "1", "--source", "s", "--valid-to", "2026-01-0\udcff"],
-     USAGE),
-    ("record naive datetime", ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "2026-01-01T00:00"],
-     FAILURE),
-    ("record inverted period", ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "2026-02-01",
-                                "--valid-to", "2026-01-01"], FAILURE),
-    ("record year 1", ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "0001-01-01"], FAILURE),
-    ("record future knowledge", ["record", "hostile:e", "a", "1", "--source", "s", "--known-at", "2999-01-01"],
-     FAILURE),
-    ("record past knowledge", ["record", "{key}", "1", "--source", "s", "--known-at", "2001-01-01"], FAILURE),
+    (
+        "record NUL recorded-by",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--recorded-by", "\x00"],
+        FAILURE,
+    ),
+    (
+        "record bad date",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "2026-13-01"],
+        USAGE,
+    ),
+    (
+        "record empty date",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", ""],
+        USAGE,
+    ),
+    (
+        "record huge year",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--valid-to", "99999-01-01"],
+        USAGE,
+    ),
+    (
+        "record surrogate date",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--valid-to", "2026-01-0\udcff"],
+        USAGE,
+    ),
+    (
+        "record naive datetime",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "2026-01-01T00:00"],
+        FAILURE,
+    ),
+    (
+        "record inverted period",
+        [
+            "record",
+            "hostile:e",
+            "a",
+            "1",
+            "--source",
+            "s",
+            "--valid-from",
+            "2026-02-01",
+            "--valid-to",
+            "2026-01-01",
+        ],
+        FAILURE,
+    ),
+    (
+        "record year 1",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "0001-01-01"],
+        FAILURE,
+    ),
+    (
+        "record future knowledge",
+        ["record", "hostile:e", "a", "1", "--source", "s", "--known-at", "2999-01-01"],
+        FAILURE,
+    ),
+    (
+        "record past knowledge",
+        ["record", "{key}", "1", "--source", "s", "--known-at", "2001-01-01"],
+        FAILURE,
+    ),
     ("retract unknown key", ["retract", "hostile:nothing", "a", "--source", "s"], FAILURE),
     ("retract surrogate source", ["retract", "{key}", "--source", "\udcff"], FAILURE),
     ("resolve unknown key", ["resolve", "hostile:nothing", "a"], FAILURE),
     ("resolve bad valid-at", ["resolve", "{key}", "--valid-at", "yesterday"], USAGE),
-    ("resolve known-at after now", ["resolve", "{key}", "--known-at", "2026-02-01", "--now", "2026-01-01"], FAILURE),
+    (
+        "resolve known-at after now",
+        ["resolve", "{key}", "--known-at", "2026-02-01", "--now", "2026-01-01"],
+        FAILURE,
+    ),
     ("resolve NUL entity", ["resolve", "a\x00b", "a"], FAILURE),
     ("history surrogate attribute", ["history", "hostile:e", "\udcff"], FAILURE),
     ("plot into a missing directory", ["plot", "{key}", "-o", "{dir}/missing/plot.png"], FAILURE),
@@ -103,19 +164,41 @@ CASES: list[tuple[str, list[str], int]] = [
     ("import unknown format", ["import", "{dir}/facts.txt"], FAILURE),
     ("import bad --format", ["import", "{dir}/huge.jsonl", "--format", "xml"], USAGE),
     ("import batch size 0", ["import", "{dir}/huge.jsonl", "--batch-size", "0"], FAILURE),
-    ("import batch size not a number", ["import", "{dir}/huge.jsonl", "--batch-size", "many"], USAGE),
+    (
+        "import batch size not a number",
+        ["import", "{dir}/huge.jsonl", "--batch-size", "many"],
+        USAGE,
+    ),
     ("import batch size 5000 digits", ["import", "{dir}/huge.jsonl", "--batch-size", HUGE], USAGE),
     ("import max errors 0", ["import", "{dir}/future.jsonl", "--max-errors", "0"], FAILURE),
-    *[(f"import {name}", ["import", f"{{dir}}/{name}", "--quiet"], FAILURE)
-      for name in FILES if name != "facts.txt"],
+    *[
+        (f"import {name}", ["import", f"{{dir}}/{name}", "--quiet"], FAILURE)
+        for name in FILES
+        if name != "facts.txt"
+    ],
     # the database
     ("unreachable server", ["--url", UNREACHABLE, "resolve", "hostile:e", "a"], FAILURE),
-    ("not a PostgreSQL URL", ["--url", "mysql://127.0.0.1/x", "resolve", "hostile:e", "a"], FAILURE),
-    ("malformed URL", ["--url", "postgresql://127.0.0.1:port/x", "resolve", "hostile:e", "a"], FAILURE),
-    ("URL with a bad option", ["--url", "postgresql://127.0.0.1/x?sslmode=sometimes", "resolve", "hostile:e", "a"],
-     FAILURE),
+    (
+        "not a PostgreSQL URL",
+        ["--url", "mysql://127.0.0.1/x", "resolve", "hostile:e", "a"],
+        FAILURE,
+    ),
+    (
+        "malformed URL",
+        ["--url", "postgresql://127.0.0.1:port/x", "resolve", "hostile:e", "a"],
+        FAILURE,
+    ),
+    (
+        "URL with a bad option",
+        ["--url", "postgresql://127.0.0.1/x?sslmode=sometimes", "resolve", "hostile:e", "a"],
+        FAILURE,
+    ),
     ("missing database", ["--url", "{missing_db}", "resolve", "hostile:e", "a"], FAILURE),
-    ("import to an unreachable server", ["--url", UNREACHABLE, "import", "{dir}/huge.csv"], FAILURE),
+    (
+        "import to an unreachable server",
+        ["--url", UNREACHABLE, "import", "{dir}/huge.csv"],
+        FAILURE,
+    ),
     ("bench is no command (python -m benchmarks)", ["bench", "facts"], USAGE),
 ]
 
@@ -149,7 +232,15 @@ def seeded(store: Store) -> Key:
 def test_there_are_enough_cases() -> None:
     assert len(CASES) >= 43
     assert {args[0] for _, args, _ in CASES if args and not args[0].startswith("-")} >= {
-        "record", "retract", "resolve", "history", "plot", "import", "bench", "frobnicate"}
+        "record",
+        "retract",
+        "resolve",
+        "history",
+        "plot",
+        "import",
+        "bench",
+        "frobnicate",
+    }
 
 
 def _arguments(args: list[str], database_url: str, files: Path, key: Key) -> list[str]:
@@ -159,16 +250,24 @@ def _arguments(args: list[str], database_url: str, files: Path, key: Key) -> lis
             out += [key.entity, key.attribute]
         else:
             missing = make_url(database_url).set(database="bt_missing_database")
-            out.append(arg.replace("{dir}", str(files)).replace(
-                "{missing_db}", missing.render_as_string(hide_password=False)))
+            out.append(
+                arg.replace("{dir}", str(files)).replace(
+                    "{missing_db}", missing.render_as_string(hide_password=False)
+                )
+            )
     return out if out[:1] == ["--url"] else ["--url", database_url, *out]
 
 
-@pytest.mark.parametrize(("args", "code"), [(args, code) for _, args, code in CASES],
-                         ids=[name for name, _, _ in CASES])
+@pytest.mark.parametrize(
+    ("args", "code"), [(args, code) for _, args, code in CASES], ids=[name for name, _, _ in CASES]
+)
 def test_a_hostile_invocation_is_one_error_line(
-    capsys: pytest.CaptureFixture[str], database_url: str, files: Path, seeded: Key,
-    args: list[str], code: int,
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+    files: Path,
+    seeded: Key,
+    args: list[str],
+    code: int,
 ) -> None:
     argv = _arguments(args, database_url, files, seeded)
     before = state(database_url)
@@ -189,17 +288,24 @@ def test_a_hostile_invocation_is_one_error_line(
     assert state(database_url) == before
 
 
-@pytest.mark.parametrize("argv", [
-    [b"record", b"hostile:\xff", b"a", b"1", b"--source", b"s"],
-    [b"import", b"/nonexistent/facts.jsonl"],
-    [b"--url", UNREACHABLE.encode(), b"history", b"e", b"a"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [b"record", b"hostile:\xff", b"a", b"1", b"--source", b"s"],
+        [b"import", b"/nonexistent/facts.jsonl"],
+        [b"--url", UNREACHABLE.encode(), b"history", b"e", b"a"],
+    ],
+)
 def test_the_installed_command_prints_no_traceback(database_url: str, argv: list[bytes]) -> None:
     """The same through a real process: invalid UTF-8 in argv, a missing file, no server."""
     env = {**os.environ, "BITEMPORAL_DATABASE_URL": database_url}
-    result = subprocess.run([sys.executable.encode(), b"-m", b"bitemporal", *argv], check=False, capture_output=True, env=env,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable.encode(), b"-m", b"bitemporal", *argv],
+        check=False,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     err = result.stderr.decode("utf-8", "replace")
     assert result.returncode == FAILURE and "Traceback" not in err
     assert err.startswith("bitemporal: error: ") and len(err.splitlines()) == 1, err
-

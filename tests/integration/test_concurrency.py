@@ -68,8 +68,14 @@ def test_writers_of_one_key_serialise(connect: Any, key: Key) -> None:
             start = rng.randrange(0, 20)
             end = start + rng.randrange(1, 10)
             value = i * 1000 + r
-            results[i].append((store.facts.record(key, value, source="s", valid_from=day(start),
-                                                  valid_to=day(end)), (value, start, end)))
+            results[i].append(
+                (
+                    store.facts.record(
+                        key, value, source="s", valid_from=day(start), valid_to=day(end)
+                    ),
+                    (value, start, end),
+                )
+            )
 
     run_threads(writers, work)
 

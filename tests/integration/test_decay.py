@@ -49,7 +49,9 @@ def serial_stability(baseline: float, recalls: int) -> float:
     return s
 
 
-def log_rows(conn: psycopg.Connection[Any], namespace: str, item: str | None = None) -> list[tuple[Any, ...]]:
+def log_rows(
+    conn: psycopg.Connection[Any], namespace: str, item: str | None = None
+) -> list[tuple[Any, ...]]:
     return conn.execute(
         "SELECT event, turn, recall_count, last_touched_turn, retention, stability_before, "
         "stability_after, crossing_turn FROM bitemporal.memory_log "
@@ -163,9 +165,15 @@ def policies(draw: st.DrawFn) -> Policy:
 
 operations = st.lists(
     st.one_of(
-        st.tuples(st.just("register"), st.sampled_from(IDS), st.booleans(),
-                  st.one_of(st.none(), st.floats(0.2, 30.0))),
-        st.tuples(st.just("register_many"), st.lists(st.sampled_from(IDS), unique=True, max_size=3)),
+        st.tuples(
+            st.just("register"),
+            st.sampled_from(IDS),
+            st.booleans(),
+            st.one_of(st.none(), st.floats(0.2, 30.0)),
+        ),
+        st.tuples(
+            st.just("register_many"), st.lists(st.sampled_from(IDS), unique=True, max_size=3)
+        ),
         st.tuples(st.just("recall"), st.sampled_from(IDS)),
         st.tuples(st.just("step")),
         st.tuples(st.just("step")),
@@ -342,7 +350,10 @@ def test_an_evicted_item_stays_evicted(store: Store) -> None:
     for _ in range(5):
         assert memory.step() == []
     assert [i.evicted_turn for i in memory.items()] == [3, 3]
-    assert [r[0] for r in log_rows(store.connection, memory.namespace, "x")] == ["register", "evict"]
+    assert [r[0] for r in log_rows(store.connection, memory.namespace, "x")] == [
+        "register",
+        "evict",
+    ]
     memory.register("x")  # explicitly brought back, as new and last
     assert [i.item_id for i in memory.items() if i.present] == ["x"]
     assert [i.item_id for i in memory.items()] == ["y", "x"]
@@ -431,9 +442,21 @@ def test_bad_input_through_the_api_changes_nothing(
         ("SELECT bitemporal.memory_ensure_namespace(%s, 'decay', 1.5)", (), InvalidPolicyError),
         ("SELECT bitemporal.memory_ensure_namespace(%s, 'decay', 0)", (), InvalidPolicyError),
         ("SELECT bitemporal.memory_ensure_namespace(%s, 'decay', 'NaN')", (), InvalidPolicyError),
-        ("SELECT bitemporal.memory_ensure_namespace(%s, 'decay', NULL, -8)", (), InvalidPolicyError),
-        ("SELECT bitemporal.memory_ensure_namespace(%s, 'decay', NULL, 'Infinity')", (), InvalidPolicyError),
-        ("SELECT bitemporal.memory_ensure_namespace(%s, 'window', NULL, NULL, 0)", (), InvalidPolicyError),
+        (
+            "SELECT bitemporal.memory_ensure_namespace(%s, 'decay', NULL, -8)",
+            (),
+            InvalidPolicyError,
+        ),
+        (
+            "SELECT bitemporal.memory_ensure_namespace(%s, 'decay', NULL, 'Infinity')",
+            (),
+            InvalidPolicyError,
+        ),
+        (
+            "SELECT bitemporal.memory_ensure_namespace(%s, 'window', NULL, NULL, 0)",
+            (),
+            InvalidPolicyError,
+        ),
         ("SELECT bitemporal.memory_ensure_namespace(%s, 'window', 0.2)", (), InvalidPolicyError),
         ("SELECT bitemporal.memory_ensure_namespace(%s, 'lru')", (), InvalidPolicyError),
         ("SELECT bitemporal.memory_ensure_namespace('')", None, InvalidMemoryNameError),
@@ -441,8 +464,16 @@ def test_bad_input_through_the_api_changes_nothing(
         ("SELECT bitemporal.memory_register(%s, '')", (), InvalidMemoryNameError),
         ("SELECT bitemporal.memory_register(%s, NULL)", (), InvalidMemoryNameError),
         ("SELECT bitemporal.memory_register(%s, 'x', stability => 0)", (), InvalidStabilityError),
-        ("SELECT bitemporal.memory_register(%s, 'x', stability => 'NaN')", (), InvalidStabilityError),
-        ("SELECT bitemporal.memory_register(%s, 'x', stability => 1e301)", (), InvalidStabilityError),
+        (
+            "SELECT bitemporal.memory_register(%s, 'x', stability => 'NaN')",
+            (),
+            InvalidStabilityError,
+        ),
+        (
+            "SELECT bitemporal.memory_register(%s, 'x', stability => 1e301)",
+            (),
+            InvalidStabilityError,
+        ),
         ("SELECT bitemporal.memory_register(%s, 'x', 'entity')", (), InvalidKeyError),
         ("SELECT bitemporal.memory_register_many(%s, ARRAY['y', 'y'])", (), InvalidMemoryNameError),
         ("SELECT bitemporal.memory_register_many(%s, ARRAY['y', ''])", (), InvalidMemoryNameError),

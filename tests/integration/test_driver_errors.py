@@ -32,7 +32,9 @@ HOSTILE = {"nul": "a\x00b", "lone high surrogate": "a\ud800b", "lone low surroga
 
 
 @pytest.fixture
-def world(store: Store, key: Key, connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[dict[str, Any]]:
+def world(
+    store: Store, key: Key, connect: Callable[..., psycopg.Connection[Any]]
+) -> Iterator[dict[str, Any]]:
     """A recorded version, an artifact, a memory namespace and an application table of the
     test's own (in a schema of its own)."""
     version = store.facts.record(key, 1, source="s", known_at=KNOWN).version_id
@@ -43,8 +45,13 @@ def world(store: Store, key: Key, connect: Callable[..., psycopg.Connection[Any]
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k'])", (f"{schema}.t",))
     table = f"{schema}.t"
     store.app_tables.record(table, {"k": "a", "note": "x"})
-    yield {"key": key, "version": version, "table": table, "schema": schema,
-           "memory": store.memory(f"drv-{uuid.uuid4().hex}")}
+    yield {
+        "key": key,
+        "version": version,
+        "table": table,
+        "schema": schema,
+        "memory": store.memory(f"drv-{uuid.uuid4().hex}"),
+    }
     conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
     conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
@@ -74,13 +81,17 @@ def calls(store: Store, w: dict[str, Any], bad: str) -> dict[str, Callable[[], o
         "facts.record value": lambda: facts.record(key, {"v": bad}, source="s"),
         "facts.record value key": lambda: facts.record(key, {bad: 1}, source="s"),
         "facts.record recorded_by": lambda: facts.record(key, 2, source="s", recorded_by=bad),
-        "facts.record idempotency_key": lambda: facts.record(key, 2, source="s", idempotency_key=bad),
+        "facts.record idempotency_key": lambda: facts.record(
+            key, 2, source="s", idempotency_key=bad
+        ),
         "facts.retract source": lambda: facts.retract(key, source=bad),
         "facts.resolve": lambda: facts.resolve(Key(bad, "a")),
         "facts.record_many value": lambda: facts.record_many(
-            [{"key": key, "source": "s", "value": 2}, {"key": key, "source": "s", "value": [bad]}]),
+            [{"key": key, "source": "s", "value": 2}, {"key": key, "source": "s", "value": [bad]}]
+        ),
         "facts.record_many recorded_by": lambda: facts.record_many(
-            [{"key": key, "source": "s", "value": 2, "recorded_by": bad}]),
+            [{"key": key, "source": "s", "value": 2, "recorded_by": bad}]
+        ),
         "memory namespace": lambda: store.memory(bad),
         "memory.register item id": lambda: memory.register(bad),
         "memory.register_many item id": lambda: memory.register_many(["ok", bad]),
@@ -93,8 +104,11 @@ def calls(store: Store, w: dict[str, Any], bad: str) -> dict[str, Callable[[], o
         "provenance.record kind": lambda: provenance.record(bad, "r", versions=[version]),
         "provenance.record ref": lambda: provenance.record("k", bad, versions=[version]),
         "provenance.record recorded_by": lambda: provenance.record(
-            "k", "r", versions=[version], recorded_by=bad),
-        "provenance.record detail": lambda: provenance.record("k", "r", versions=[version], detail=[bad]),
+            "k", "r", versions=[version], recorded_by=bad
+        ),
+        "provenance.record detail": lambda: provenance.record(
+            "k", "r", versions=[version], detail=[bad]
+        ),
         "tables.record value": lambda: store.app_tables.record(table, {"k": "a", "note": bad}),
         "tables.record key": lambda: store.app_tables.record(table, {"k": bad, "note": "x"}),
         "tables.retract key": lambda: store.app_tables.retract(table, {"k": bad}),
@@ -123,7 +137,9 @@ def test_strings_postgresql_cannot_hold_are_refused_by_every_repository(
     assert state(store.connection, world["schema"]) == before
 
 
-def test_a_lone_surrogate_is_refused_before_the_database_with_its_position(store: Store, key: Key) -> None:
+def test_a_lone_surrogate_is_refused_before_the_database_with_its_position(
+    store: Store, key: Key
+) -> None:
     with pytest.raises(InvalidInputError, match=r"lone surrogate \(U\+D800 at position 1\)"):
         store.facts.record(key, 1, source="a\ud800b")
 
@@ -150,8 +166,10 @@ def test_a_deadlock_is_a_transient_error(connect: Callable[..., psycopg.Connecti
             caught.append(exc)
             s.connection.rollback()
 
-    threads = [threading.Thread(target=write, args=(stores[0], (first, second))),
-               threading.Thread(target=write, args=(stores[1], (second, first)))]
+    threads = [
+        threading.Thread(target=write, args=(stores[0], (first, second))),
+        threading.Thread(target=write, args=(stores[1], (second, first))),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -161,7 +179,9 @@ def test_a_deadlock_is_a_transient_error(connect: Callable[..., psycopg.Connecti
     assert isinstance(caught[0].__cause__, psycopg.errors.DeadlockDetected)
 
 
-def _run_in_background(store: Store, statement: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
+def _run_in_background(
+    store: Store, statement: Callable[[], object]
+) -> tuple[threading.Thread, list[BaseException]]:
     caught: list[BaseException] = []
 
     def run() -> None:
@@ -177,20 +197,28 @@ def _run_in_background(store: Store, statement: Callable[[], object]) -> tuple[t
 
 def _wait_until_blocked(admin: psycopg.Connection[Any], pid: int) -> None:
     for _ in range(200):
-        row = admin.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        row = admin.execute(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()
         if row and row[0] == "Lock":
             return
         threading.Event().wait(0.05)
     raise AssertionError(f"backend {pid} never waited for the lock")
 
 
-@pytest.mark.parametrize(("kill", "error", "driver_error"), [
-    ("pg_cancel_backend", QueryCanceledError, psycopg.errors.QueryCanceled),
-    ("pg_terminate_backend", ConnectionLostError, psycopg.OperationalError),
-])
+@pytest.mark.parametrize(
+    ("kill", "error", "driver_error"),
+    [
+        ("pg_cancel_backend", QueryCanceledError, psycopg.errors.QueryCanceled),
+        ("pg_terminate_backend", ConnectionLostError, psycopg.OperationalError),
+    ],
+)
 def test_a_canceled_query_or_terminated_session_is_a_transient_error(
-    connect: Callable[..., psycopg.Connection[Any]], key: Key, kill: str,
-    error: type[TransientError], driver_error: type[psycopg.Error],
+    connect: Callable[..., psycopg.Connection[Any]],
+    key: Key,
+    kill: str,
+    error: type[TransientError],
+    driver_error: type[psycopg.Error],
 ) -> None:
     Store(connect()).facts.record(key, 0, source="s")
     holder = connect(autocommit=False)

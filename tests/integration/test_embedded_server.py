@@ -49,8 +49,12 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def client(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-c", CLIENT, str(data_dir)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, str(data_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None
     url = process.stdout.readline().strip()
     assert url.startswith("postgresql://"), url

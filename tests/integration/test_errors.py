@@ -47,7 +47,9 @@ def seeded(store: Store, key: Key) -> Key:
     return key
 
 
-def unchanged(store: Store, key: Key, error: type[BitemporalError], call: Callable[[], object]) -> BitemporalError:
+def unchanged(
+    store: Store, key: Key, error: type[BitemporalError], call: Callable[[], object]
+) -> BitemporalError:
     before = snapshot(store.connection, key)
     with pytest.raises(error) as caught:
         call()
@@ -61,8 +63,12 @@ NAIVE = datetime(2026, 2, 1)
 
 @pytest.mark.parametrize("argument", ["valid_from", "valid_to", "known_at"])
 def test_naive_datetime_is_refused_before_writing(store: Store, seeded: Key, argument: str) -> None:
-    err = unchanged(store, seeded, NaiveDatetimeError,
-                    lambda: store.facts.record(seeded, 1, source="policy", **{argument: NAIVE}))
+    err = unchanged(
+        store,
+        seeded,
+        NaiveDatetimeError,
+        lambda: store.facts.record(seeded, 1, source="policy", **{argument: NAIVE}),
+    )
     assert "time zone" in str(err)
 
 
@@ -73,46 +79,84 @@ def test_naive_datetime_is_refused_when_asking(store: Store, seeded: Key, argume
 
 
 def test_time_of_the_wrong_type(store: Store, seeded: Key) -> None:
-    unchanged(store, seeded, InvalidTimeError,
-              lambda: store.facts.record(seeded, 1, source="policy", valid_from="2026-01-01"))  # type: ignore[arg-type]
+    unchanged(
+        store,
+        seeded,
+        InvalidTimeError,
+        lambda: store.facts.record(seeded, 1, source="policy", valid_from="2026-01-01"),
+    )  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("start", "end"), [(date(2026, 3, 1), date(2026, 3, 1)), (date(2026, 3, 2), date(2026, 3, 1))])
+@pytest.mark.parametrize(
+    ("start", "end"), [(date(2026, 3, 1), date(2026, 3, 1)), (date(2026, 3, 2), date(2026, 3, 1))]
+)
 def test_empty_or_inverted_period(store: Store, seeded: Key, start: date, end: date) -> None:
-    unchanged(store, seeded, InvalidPeriodError,
-              lambda: store.facts.record(seeded, 1, source="policy", valid_from=start, valid_to=end))
-    unchanged(store, seeded, InvalidPeriodError,
-              lambda: store.facts.retract(seeded, source="policy", valid_from=start, valid_to=end))
+    unchanged(
+        store,
+        seeded,
+        InvalidPeriodError,
+        lambda: store.facts.record(seeded, 1, source="policy", valid_from=start, valid_to=end),
+    )
+    unchanged(
+        store,
+        seeded,
+        InvalidPeriodError,
+        lambda: store.facts.retract(seeded, source="policy", valid_from=start, valid_to=end),
+    )
 
 
-@pytest.mark.parametrize(("start", "end"), [("2026-03-01", "2026-03-01"), ("2026-03-02", "2026-03-01"),
-                                            ("infinity", None), (None, "-infinity")])
-def test_sql_refuses_bad_periods_with_bt001(store: Store, seeded: Key, start: str | None, end: str | None) -> None:
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [
+        ("2026-03-01", "2026-03-01"),
+        ("2026-03-02", "2026-03-01"),
+        ("infinity", None),
+        (None, "-infinity"),
+    ],
+)
+def test_sql_refuses_bad_periods_with_bt001(
+    store: Store, seeded: Key, start: str | None, end: str | None
+) -> None:
     def call() -> None:
         with errors.translate():
             store.connection.execute(
                 "SELECT bitemporal.record(%s, %s, 'policy', '1', %s, %s)",
                 (seeded.entity, seeded.attribute, start, end),
             )
+
     err = unchanged(store, seeded, InvalidPeriodError, call)
     assert isinstance(err.__cause__, psycopg.Error) and err.__cause__.sqlstate == "BT001"
 
 
 def test_knowledge_time_in_the_future(store: Store, seeded: Key) -> None:
     future = datetime.now(UTC) + timedelta(days=1)
-    unchanged(store, seeded, KnowledgeTimeInFutureError,
-              lambda: store.facts.record(seeded, 1, source="policy", known_at=future))
+    unchanged(
+        store,
+        seeded,
+        KnowledgeTimeInFutureError,
+        lambda: store.facts.record(seeded, 1, source="policy", known_at=future),
+    )
     with pytest.raises(KnowledgeTimeInFutureError):
         store.facts.resolve(seeded, known_at=future)
 
 
 @pytest.mark.parametrize("delta", [timedelta(days=-1), timedelta(0)])
-def test_knowledge_time_not_after_recorded_knowledge(store: Store, seeded: Key, delta: timedelta) -> None:
-    err = unchanged(store, seeded, KnowledgeTimeInPastError,
-                    lambda: store.facts.record(seeded, 80, source="other", known_at=KNOWN + delta))
+def test_knowledge_time_not_after_recorded_knowledge(
+    store: Store, seeded: Key, delta: timedelta
+) -> None:
+    err = unchanged(
+        store,
+        seeded,
+        KnowledgeTimeInPastError,
+        lambda: store.facts.record(seeded, 80, source="other", known_at=KNOWN + delta),
+    )
     assert "not later than knowledge already recorded" in str(err)
-    unchanged(store, seeded, KnowledgeTimeInPastError,
-              lambda: store.facts.retract(seeded, source="policy", known_at=KNOWN + delta))
+    unchanged(
+        store,
+        seeded,
+        KnowledgeTimeInPastError,
+        lambda: store.facts.retract(seeded, source="policy", known_at=KNOWN + delta),
+    )
 
 
 def test_unknown_key(store: Store, key: Key) -> None:
@@ -145,7 +189,9 @@ def test_sql_refuses_malformed_keys_with_bt005(store: Store, entity: str) -> Non
 
 @pytest.mark.parametrize("value", [None, math.nan, math.inf, {1, 2}, object(), b"bytes"])
 def test_value_not_json(store: Store, seeded: Key, value: object) -> None:
-    unchanged(store, seeded, InvalidValueError, lambda: store.facts.record(seeded, value, source="policy"))
+    unchanged(
+        store, seeded, InvalidValueError, lambda: store.facts.record(seeded, value, source="policy")
+    )
 
 
 @pytest.mark.parametrize("literal", ["null", None])
@@ -161,7 +207,7 @@ def test_sql_refuses_null_values_with_bt007(store: Store, seeded: Key, literal: 
 
 
 def test_a_key_containing_sql_is_stored_verbatim(store: Store) -> None:
-    evil = Key("x'); DROP TABLE bitemporal.fact_version; --", "a\"b%s")
+    evil = Key("x'); DROP TABLE bitemporal.fact_version; --", 'a"b%s')
     store.facts.record(evil, "'; SELECT 1; --", source="s%(x)s")
     [v] = store.facts.history(evil)
     assert (v.key, v.value, v.source) == (evil, "'; SELECT 1; --", "s%(x)s")
@@ -178,8 +224,12 @@ def test_a_key_containing_sql_is_stored_verbatim(store: Store) -> None:
         "UPDATE bitemporal.fact_version SET known_period = tstzrange(lower(known_period), now() + interval '1 day') WHERE entity = %(e)s",
     ],
 )
-def test_history_is_append_only_even_for_the_owner(store: Store, seeded: Key, statement: str) -> None:
-    store.facts.record(seeded, 80, source="policy", valid_from=date(2026, 9, 1))  # one closed version
+def test_history_is_append_only_even_for_the_owner(
+    store: Store, seeded: Key, statement: str
+) -> None:
+    store.facts.record(
+        seeded, 80, source="policy", valid_from=date(2026, 9, 1)
+    )  # one closed version
 
     def call() -> None:
         with errors.translate():

@@ -40,16 +40,38 @@ QUESTION = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-29")}
 def rule(store: Store, key: Key) -> dict[str, int]:
     """The old rule, the current one (ingested two days late) and a future announcement."""
     record = store.evidence.record
-    old = record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"),
-                 passage="Attachments are limited to 50 MB per message.", document="policy-2026.pdf#limits")
-    current = record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9),
-                     passage="From 1 September 2026 the attachment limit is 80 MB.",
-                     document="policy-2026-09.pdf#limits")
-    future = record(key, 100, source="policy", valid_from=date(2026, 10, 1), known_at=at("2026-09-20"),
-                    passage="Announcement: the attachment limit rises to 100 MB on 1 October 2026.",
-                    document="news/2026-09-20")
-    return {"old": old.recorded.version_id, "current": current.recorded.version_id,
-            "future": future.recorded.version_id}
+    old = record(
+        key,
+        50,
+        source="policy",
+        valid_from=date(2026, 1, 1),
+        known_at=at("2025-12-15"),
+        passage="Attachments are limited to 50 MB per message.",
+        document="policy-2026.pdf#limits",
+    )
+    current = record(
+        key,
+        80,
+        source="policy",
+        valid_from=date(2026, 9, 1),
+        known_at=at("2026-09-03", 9),
+        passage="From 1 September 2026 the attachment limit is 80 MB.",
+        document="policy-2026-09.pdf#limits",
+    )
+    future = record(
+        key,
+        100,
+        source="policy",
+        valid_from=date(2026, 10, 1),
+        known_at=at("2026-09-20"),
+        passage="Announcement: the attachment limit rises to 100 MB on 1 October 2026.",
+        document="news/2026-09-20",
+    )
+    return {
+        "old": old.recorded.version_id,
+        "current": current.recorded.version_id,
+        "future": future.recorded.version_id,
+    }
 
 
 def scores(rule: dict[str, int]) -> dict[int, float]:
@@ -61,15 +83,21 @@ class TestTheRetrievalFailure:
         relevance = scores(rule)
         assert max(relevance, key=relevance.__getitem__) == rule["future"]
 
-    def test_nearest_then_filter_returns_missing(self, store: Store, key: Key, rule: dict[str, int]) -> None:
+    def test_nearest_then_filter_returns_missing(
+        self, store: Store, key: Key, rule: dict[str, int]
+    ) -> None:
         relevance = scores(rule)
         nearest = max(relevance, key=relevance.__getitem__)
         eligible = store.facts.as_of(key, **QUESTION)
         asserting = {v.carried_from or v.version_id for v in eligible}
-        assert [v for v in [nearest] if v in asserting] == []  # missing, though the rule in force is stored
+        assert [
+            v for v in [nearest] if v in asserting
+        ] == []  # missing, though the rule in force is stored
         assert [v.value for v in eligible] == [80]
 
-    def test_filter_then_rank_picks_the_current_rule(self, store: Store, key: Key, rule: dict[str, int]) -> None:
+    def test_filter_then_rank_picks_the_current_rule(
+        self, store: Store, key: Key, rule: dict[str, int]
+    ) -> None:
         [hit] = store.evidence.rank(scores(rule), **QUESTION, limit=1)
         assert hit.value == 80 and hit.rank == 1 and math.isclose(hit.score, 0.93)
         # The 80 MB version was cut by the announcement: its remainder carries the score and passage.
@@ -77,29 +105,45 @@ class TestTheRetrievalFailure:
         assert hit.passage == "From 1 September 2026 the attachment limit is 80 MB."
         assert hit.document == "policy-2026-09.pdf#limits"
 
-    def test_only_eligible_versions_are_ranked(self, store: Store, key: Key, rule: dict[str, int]) -> None:
+    def test_only_eligible_versions_are_ranked(
+        self, store: Store, key: Key, rule: dict[str, int]
+    ) -> None:
         hits = store.evidence.rank(scores(rule), **QUESTION, limit=None)
         assert [h.value for h in hits] == [80]
         # Inside each rule's own period, that rule is the answer.
-        june = store.evidence.rank(scores(rule), valid_at=at("2026-06-15"), known_at=at("2026-09-29"))
+        june = store.evidence.rank(
+            scores(rule), valid_at=at("2026-06-15"), known_at=at("2026-09-29")
+        )
         assert [h.value for h in june] == [50]
-        october = store.evidence.rank(scores(rule), valid_at=at("2026-10-15"), known_at=at("2026-09-29"))
+        october = store.evidence.rank(
+            scores(rule), valid_at=at("2026-10-15"), known_at=at("2026-09-29")
+        )
         assert [h.value for h in october] == [100]
 
     def test_known_then(self, store: Store, key: Key, rule: dict[str, int]) -> None:
         # On 2 September the store did not know about 80 MB yet: the old rule was the answer.
-        hits = store.evidence.rank(scores(rule), valid_at=at("2026-09-02"), known_at=at("2026-09-02"))
+        hits = store.evidence.rank(
+            scores(rule), valid_at=at("2026-09-02"), known_at=at("2026-09-02")
+        )
         assert [(h.value, h.version.version_id) for h in hits] == [(50, rule["old"])]
 
-    def test_sql_function_gives_the_same(self, connect: Any, key: Key, rule: dict[str, int]) -> None:
+    def test_sql_function_gives_the_same(
+        self, connect: Any, key: Key, rule: dict[str, int]
+    ) -> None:
         ids, values = zip(*scores(rule).items(), strict=True)
-        rows = connect().execute(
-            "SELECT rank, value, passage FROM bitemporal.rank_versions(%s, %s, %s, %s, 1)",
-            (list(ids), list(values), QUESTION["valid_at"], QUESTION["known_at"]),
-        ).fetchall()
+        rows = (
+            connect()
+            .execute(
+                "SELECT rank, value, passage FROM bitemporal.rank_versions(%s, %s, %s, %s, 1)",
+                (list(ids), list(values), QUESTION["valid_at"], QUESTION["known_at"]),
+            )
+            .fetchall()
+        )
         assert rows == [(1, 80, "From 1 September 2026 the attachment limit is 80 MB.")]
 
-    def test_full_text_search_filters_first(self, store: Store, key: Key, rule: dict[str, int]) -> None:
+    def test_full_text_search_filters_first(
+        self, store: Store, key: Key, rule: dict[str, int]
+    ) -> None:
         [hit] = store.evidence.search("attachment limit", **QUESTION, key=key, limit=1)
         assert hit.value == 80 and "80 MB" in (hit.passage or "")
         everything = store.evidence.search("attachment limit", **QUESTION, key=key, limit=None)
@@ -108,25 +152,45 @@ class TestTheRetrievalFailure:
 
 def test_many_better_matches_never_crowd_out_the_eligible_one(store: Store, key: Key) -> None:
     word = f"zq{uuid.uuid4().hex[:12]}"
-    store.evidence.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03"),
-                          passage=f"The {word} limit is 80 MB.")
+    store.evidence.record(
+        key,
+        80,
+        source="policy",
+        valid_from=date(2026, 9, 1),
+        known_at=at("2026-09-03"),
+        passage=f"The {word} limit is 80 MB.",
+    )
     # Thirty announcements (other sources, not yet valid) that match the query far better.
     for i in range(30):
-        store.evidence.record(key, 100 + i, source=f"announcer-{i}", valid_from=date(2027, 1, 1),
-                              known_at=at("2026-09-04") + timedelta(minutes=i),
-                              passage=f"{word} {word} {word} limit limit limit.")
-    ranked_all = store.evidence.search(word, valid_at=at("2027-02-01"), known_at=at("2026-09-29"), limit=None)
+        store.evidence.record(
+            key,
+            100 + i,
+            source=f"announcer-{i}",
+            valid_from=date(2027, 1, 1),
+            known_at=at("2026-09-04") + timedelta(minutes=i),
+            passage=f"{word} {word} {word} limit limit limit.",
+        )
+    ranked_all = store.evidence.search(
+        word, valid_at=at("2027-02-01"), known_at=at("2026-09-29"), limit=None
+    )
     assert len(ranked_all) == 31 and ranked_all[0].score > ranked_all[-1].score
     # Top-1 of everything is an announcement; filtering first still finds the rule in force.
-    [hit] = store.evidence.search(word, valid_at=at("2026-09-15"), known_at=at("2026-09-29"), limit=1)
+    [hit] = store.evidence.search(
+        word, valid_at=at("2026-09-15"), known_at=at("2026-09-29"), limit=1
+    )
     assert hit.value == 80
 
 
 def test_rank_ties_are_broken_by_version_id(store: Store, key: Key) -> None:
     ids = [
-        store.evidence.record(key, 80, source=f"copy-{i}", valid_from=date(2026, 1, 1),
-                              known_at=at("2025-12-01") + timedelta(minutes=i),
-                              passage="limit is 80 MB").recorded.version_id
+        store.evidence.record(
+            key,
+            80,
+            source=f"copy-{i}",
+            valid_from=date(2026, 1, 1),
+            known_at=at("2025-12-01") + timedelta(minutes=i),
+            passage="limit is 80 MB",
+        ).recorded.version_id
         for i in range(4)
     ]
     question = {"valid_at": at("2026-06-01"), "known_at": at("2026-06-01")}
@@ -140,40 +204,62 @@ def test_rank_ties_are_broken_by_version_id(store: Store, key: Key) -> None:
 
 
 def test_remainders_keep_their_passages(store: Store, key: Key) -> None:
-    first = store.evidence.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"),
-                                  passage="Attachments are limited to 50 MB.", document="policy.pdf")
-    store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03"))
+    first = store.evidence.record(
+        key,
+        50,
+        source="policy",
+        valid_from=date(2026, 1, 1),
+        known_at=at("2025-12-15"),
+        passage="Attachments are limited to 50 MB.",
+        document="policy.pdf",
+    )
+    store.facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03")
+    )
     [hit] = store.evidence.search("attachments", valid_at=at("2026-06-01"), key=key)
     assert hit.version.carried_from == first.recorded.version_id
     assert hit.evidence_id == first.evidence_id
     assert [p.passage for p in store.evidence.passages(hit.version.version_id)] == [
-        "Attachments are limited to 50 MB."]
+        "Attachments are limited to 50 MB."
+    ]
     # The 80 MB version has no passage: ranked by a caller score, it comes back without one.
-    [scored] = store.evidence.rank({hit.version.version_id: 1.0, first.recorded.version_id + 10**12: 2.0},
-                                   valid_at=at("2026-06-01"))
+    [scored] = store.evidence.rank(
+        {hit.version.version_id: 1.0, first.recorded.version_id + 10**12: 2.0},
+        valid_at=at("2026-06-01"),
+    )
     assert scored.passage == "Attachments are limited to 50 MB." and scored.score == 1.0
-    [bare] = store.evidence.rank({v.version_id: 1.0 for v in store.facts.as_of(key, valid_at=at("2026-10-01"))},
-                                 valid_at=at("2026-10-01"))
+    [bare] = store.evidence.rank(
+        {v.version_id: 1.0 for v in store.facts.as_of(key, valid_at=at("2026-10-01"))},
+        valid_at=at("2026-10-01"),
+    )
     assert bare.value == 80 and bare.passage is None and bare.evidence_id is None
 
 
-def test_recording_a_known_value_attaches_the_passage_to_the_existing_version(store: Store, key: Key) -> None:
+def test_recording_a_known_value_attaches_the_passage_to_the_existing_version(
+    store: Store, key: Key
+) -> None:
     first = store.evidence.record(key, 50, source="policy", passage="50 MB, says the policy.")
     again = store.evidence.record(key, 50, source="policy", passage="The policy repeats: 50 MB.")
     assert not again.recorded.created and again.recorded.version_id == first.recorded.version_id
     assert [p.passage for p in store.evidence.passages(first.recorded.version_id)] == [
-        "50 MB, says the policy.", "The policy repeats: 50 MB."]
+        "50 MB, says the policy.",
+        "The policy repeats: 50 MB.",
+    ]
 
 
 class TestLanguages:
     def test_each_passage_is_parsed_in_its_language(self, store: Store, key: Key) -> None:
         version = store.facts.record(key, 80, source="policy").version_id
-        store.evidence.add(version, "Die Größe der Anhänge ist auf 80 MB begrenzt.", language="german")
+        store.evidence.add(
+            version, "Die Größe der Anhänge ist auf 80 MB begrenzt.", language="german"
+        )
         store.evidence.add(version, "Attachments are limited to 80 MB.")  # english by default
         store.evidence.add(version, "Attachments are limited to 80 MB.", language="simple")
         german = store.evidence.search("Anhang", key=key)
         assert [h.passage for h in german] == ["Die Größe der Anhänge ist auf 80 MB begrenzt."]
-        stemmed = store.evidence.search("attachment limits", key=key)  # english stems, simple does not
+        stemmed = store.evidence.search(
+            "attachment limits", key=key
+        )  # english stems, simple does not
         assert [h.passage for h in stemmed] == ["Attachments are limited to 80 MB."]
         only_simple = store.evidence.search("attachments", key=key, language="simple")
         assert len(only_simple) == 1
@@ -195,10 +281,12 @@ class TestErrors:
 
     def test_bad_scores_in_sql(self, connect: Any) -> None:
         conn = connect()
-        for call in ("SELECT * FROM bitemporal.rank_versions('{1}', '{NaN}')",
-                     "SELECT * FROM bitemporal.rank_versions('{1,2}', '{0.5}')",
-                     "SELECT * FROM bitemporal.rank_versions('{1,1}', '{0.5,0.6}')",
-                     "SELECT * FROM bitemporal.search_evidence('x', lim => -1)"):
+        for call in (
+            "SELECT * FROM bitemporal.rank_versions('{1}', '{NaN}')",
+            "SELECT * FROM bitemporal.rank_versions('{1,2}', '{0.5}')",
+            "SELECT * FROM bitemporal.rank_versions('{1,1}', '{0.5,0.6}')",
+            "SELECT * FROM bitemporal.search_evidence('x', lim => -1)",
+        ):
             with pytest.raises(psycopg.Error) as caught:
                 conn.execute(call)
             assert caught.value.sqlstate == "BT204", call
@@ -222,16 +310,23 @@ class TestErrors:
         assert store.evidence.passages(version) == []
 
 
-def test_vector_retrieval_reports_clearly_where_it_cannot_work(store: Store, server_version: int) -> None:
+def test_vector_retrieval_reports_clearly_where_it_cannot_work(
+    store: Store, server_version: int
+) -> None:
     if store.evidence.vector_available():
         # pgvector is there (tests/integration/test_vector.py uses it); not enabled here.
         assert store.evidence.vector_dimensions() is None
         with pytest.raises(VectorNotEnabledError, match="enable_vector"):
             store.evidence.nearest([1.0, 0.0])
         return
-    for call in (lambda: store.evidence.nearest([1.0, 0.0]), lambda: store.evidence.enable_vector(2)):
+    for call in (
+        lambda: store.evidence.nearest([1.0, 0.0]),
+        lambda: store.evidence.enable_vector(2),
+    ):
         with pytest.raises(VectorUnavailableError) as caught:
             call()
-        assert f"PostgreSQL {server_version}" in str(caught.value) and "pgvector" in str(caught.value)
+        assert f"PostgreSQL {server_version}" in str(caught.value) and "pgvector" in str(
+            caught.value
+        )
         assert "full-text search" in (caught.value.hint or "")
     assert store.evidence.vector_dimensions() is None

@@ -31,11 +31,23 @@ def test_the_worked_example_over_http(client: TestClient, store: Store, key: Key
         (100, "policy", at("2026-10-01", 0), None, at("2026-09-20")),
         (90, "forum", at("2026-09-01", 0), at("2026-10-01", 0), at("2026-09-30")),
     ]:
-        response = client.post(path, json={"value": value, "source": source, "valid_from": valid_from,
-                                           "valid_to": valid_to, "known_at": known_at})
+        response = client.post(
+            path,
+            json={
+                "value": value,
+                "source": source,
+                "valid_from": valid_from,
+                "valid_to": valid_to,
+                "known_at": known_at,
+            },
+        )
         assert response.status_code == 201 and response.json()["created"] is True
 
-    asked = {"valid_at": at("2026-09-15"), "known_at": at("2026-09-30", 13), "now": at("2026-10-02")}
+    asked = {
+        "valid_at": at("2026-09-15"),
+        "known_at": at("2026-09-30", 13),
+        "now": at("2026-10-02"),
+    }
     answer = client.get(path, params=asked).json()
     assert answer["status"] == "conflict" and sorted(answer["sources"]) == ["forum", "policy"]
     expected = store.facts.explain(key, **{k: datetime.fromisoformat(v) for k, v in asked.items()})
@@ -43,15 +55,23 @@ def test_the_worked_example_over_http(client: TestClient, store: Store, key: Key
 
     history = client.get(f"{path}/history").json()
     assert [(v["version_id"], v["value"], v["known_to"]) for v in history] == [
-        (v.version_id, v.value, v.known_period.end and v.known_period.end.isoformat().replace("+00:00", "Z"))
-        for v in store.facts.history(key)]
+        (
+            v.version_id,
+            v.value,
+            v.known_period.end and v.known_period.end.isoformat().replace("+00:00", "Z"),
+        )
+        for v in store.facts.history(key)
+    ]
     assert {v["value"] for v in history} == {50, 80, 90, 100}
 
-    changes = client.get("/changes", params={"entity": key.entity, "attribute": key.attribute,
-                                             "known_from": at("2026-09-20")}).json()
+    changes = client.get(
+        "/changes",
+        params={"entity": key.entity, "attribute": key.attribute, "known_from": at("2026-09-20")},
+    ).json()
     assert [(c["kind"], c["version"]["version_id"], c["by"]) for c in changes] == [
         (c.kind.value, c.version.version_id, list(c.by))
-        for c in store.facts.changes(datetime.fromisoformat(at("2026-09-20")), key=key)]
+        for c in store.facts.changes(datetime.fromisoformat(at("2026-09-20")), key=key)
+    ]
     assert {c["kind"] for c in changes} == {"learned", "superseded"}
 
 

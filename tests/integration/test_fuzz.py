@@ -25,7 +25,9 @@ DOCUMENTED = {"BT001", "BT002", "BT003", "BT004", "BT005", "BT007"}
 
 texts = st.one_of(
     st.text(max_size=40),
-    st.sampled_from(["", "'", "''", '"', "\\", "%s", "%(x)s", "$1", ";--", "\x00", "é" * 600, "x" * 1025]),
+    st.sampled_from(
+        ["", "'", "''", '"', "\\", "%s", "%(x)s", "$1", ";--", "\x00", "é" * 600, "x" * 1025]
+    ),
 )
 zones = st.sampled_from([UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12)), None])
 instants = st.one_of(
@@ -33,25 +35,50 @@ instants = st.one_of(
     st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=zones),
 )
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10**40), max_value=10**40),
-              st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20)),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(10**40), max_value=10**40),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=20),
+    ),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def snapshot(conn: psycopg.Connection[Any], entity: str) -> list[tuple[Any, ...]]:
     return conn.execute(
-        "SELECT version_id, known_period FROM bitemporal.fact_version WHERE entity = %s ORDER BY 1", (entity,)
+        "SELECT version_id, known_period FROM bitemporal.fact_version WHERE entity = %s ORDER BY 1",
+        (entity,),
     ).fetchall()
 
 
 @FUZZ
-@given(attribute=texts, source=texts, value=json_values, valid_from=instants, valid_to=instants,
-       known_at=instants, retract=st.booleans())
-def test_python_api_fuzz(store: Store, attribute: str, source: str, value: Any, valid_from: Any,
-                         valid_to: Any, known_at: Any, retract: bool) -> None:
+@given(
+    attribute=texts,
+    source=texts,
+    value=json_values,
+    valid_from=instants,
+    valid_to=instants,
+    known_at=instants,
+    retract=st.booleans(),
+)
+def test_python_api_fuzz(
+    store: Store,
+    attribute: str,
+    source: str,
+    value: Any,
+    valid_from: Any,
+    valid_to: Any,
+    known_at: Any,
+    retract: bool,
+) -> None:
     entity = f"fuzz:{uuid.uuid4().hex}"
     try:
         key = Key(entity, attribute)
@@ -61,10 +88,18 @@ def test_python_api_fuzz(store: Store, attribute: str, source: str, value: Any, 
     before = snapshot(store.connection, entity)
     try:
         if retract:
-            store.facts.retract(key, source=source, valid_from=valid_from, valid_to=valid_to, known_at=known_at)
+            store.facts.retract(
+                key, source=source, valid_from=valid_from, valid_to=valid_to, known_at=known_at
+            )
         else:
-            store.facts.record(key, value, source=source, valid_from=valid_from, valid_to=valid_to,
-                               known_at=known_at)
+            store.facts.record(
+                key,
+                value,
+                source=source,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                known_at=known_at,
+            )
     except BitemporalError:
         assert snapshot(store.connection, entity) == before
         return
@@ -74,24 +109,51 @@ def test_python_api_fuzz(store: Store, attribute: str, source: str, value: Any, 
 
 sql_times = st.one_of(
     st.none(),
-    st.sampled_from(["infinity", "-infinity", "9999-12-31", "4713-01-01 BC", "294276-01-01", "2026-01-01"]),
-    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)).map(str),
+    st.sampled_from(
+        ["infinity", "-infinity", "9999-12-31", "4713-01-01 BC", "294276-01-01", "2026-01-01"]
+    ),
+    st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+    ).map(str),
 )
 
 
 @FUZZ
-@given(entity=texts, attribute=texts, source=texts, value=st.sampled_from(["1", "null", '"x"', "{}", "[]"]),
-       valid_from=sql_times, valid_to=sql_times, known_at=sql_times)
-def test_sql_function_fuzz(database_url: str, entity: str, attribute: str, source: str, value: str,
-                           valid_from: Any, valid_to: Any, known_at: Any) -> None:
+@given(
+    entity=texts,
+    attribute=texts,
+    source=texts,
+    value=st.sampled_from(["1", "null", '"x"', "{}", "[]"]),
+    valid_from=sql_times,
+    valid_to=sql_times,
+    known_at=sql_times,
+)
+def test_sql_function_fuzz(
+    database_url: str,
+    entity: str,
+    attribute: str,
+    source: str,
+    value: str,
+    valid_from: Any,
+    valid_to: Any,
+    known_at: Any,
+) -> None:
     entity = entity.replace("\x00", "")[:900] + f":{uuid.uuid4().hex}" if entity else ""
     attribute, source = attribute.replace("\x00", ""), source.replace("\x00", "")
     with psycopg.connect(database_url) as conn:
         check_sql_record(conn, entity, attribute, source, value, valid_from, valid_to, known_at)
 
 
-def check_sql_record(conn: psycopg.Connection[Any], entity: str, attribute: str, source: str, value: str,
-                     valid_from: Any, valid_to: Any, known_at: Any) -> None:
+def check_sql_record(
+    conn: psycopg.Connection[Any],
+    entity: str,
+    attribute: str,
+    source: str,
+    value: str,
+    valid_from: Any,
+    valid_to: Any,
+    known_at: Any,
+) -> None:
     try:
         with errors.translate():
             conn.execute(
@@ -126,18 +188,36 @@ def test_nul_character_in_a_value_is_refused(store: Store, key: Key) -> None:
     assert store.facts.as_of(key) == []
 
 
-numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -1.0, 1e-320, 1e300, 1e308]))
+numbers = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -1.0, 1e-320, 1e300, 1e308]),
+)
 
 
 @FUZZ
-@given(namespace=texts, item=texts, threshold=numbers, stability=st.one_of(st.none(), numbers),
-       window=st.one_of(st.integers(min_value=-5, max_value=2**60), st.none()), pinned=st.booleans())
-def test_memory_api_fuzz(store: Store, namespace: str, item: str, threshold: float, stability: Any,
-                         window: Any, pinned: bool) -> None:
+@given(
+    namespace=texts,
+    item=texts,
+    threshold=numbers,
+    stability=st.one_of(st.none(), numbers),
+    window=st.one_of(st.integers(min_value=-5, max_value=2**60), st.none()),
+    pinned=st.booleans(),
+)
+def test_memory_api_fuzz(
+    store: Store,
+    namespace: str,
+    item: str,
+    threshold: float,
+    stability: Any,
+    window: Any,
+    pinned: bool,
+) -> None:
     """Odd names, ids, thresholds, stabilities and windows: only documented errors."""
     name = f"{namespace[:200]}:{uuid.uuid4().hex}" if namespace else namespace
     try:
-        policy = WindowPolicy(window=window) if window is not None else DecayPolicy(threshold=threshold)
+        policy = (
+            WindowPolicy(window=window) if window is not None else DecayPolicy(threshold=threshold)
+        )
         memory = store.memory(name, policy=policy)
         memory.register(item, pinned=pinned, stability=stability)
         memory.recall(item)

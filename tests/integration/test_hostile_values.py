@@ -56,8 +56,10 @@ def test_reads_and_the_cli_survive_hostile_values(
         ids = {k: store.facts.record(k, 1, source="sql").version_id for k in planted}
         conn.execute("SET LOCAL session_replication_role = replica")
         for k, text in planted.items():
-            conn.execute("UPDATE bitemporal.fact_version SET value = %s::jsonb WHERE version_id = %s",
-                         (text, ids[k]))
+            conn.execute(
+                "UPDATE bitemporal.fact_version SET value = %s::jsonb WHERE version_id = %s",
+                (text, ids[k]),
+            )
         conn.commit()
 
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
@@ -78,8 +80,9 @@ def test_reads_and_the_cli_survive_hostile_values(
 
     for k in (long_key, deep_key):
         for command in (("resolve", "--json"), ("history", "--json"), ("resolve",), ("history",)):
-            code = cli.main(["--url", empty_database_url, command[0], k.entity, k.attribute,
-                             *command[1:]])
+            code = cli.main(
+                ["--url", empty_database_url, command[0], k.entity, k.attribute, *command[1:]]
+            )
             out, err = capsys.readouterr()
             assert code == 0 and "Traceback" not in err, (command, err)
             if "--json" in command:

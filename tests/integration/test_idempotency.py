@@ -14,11 +14,19 @@ from bitemporal import IdempotencyKeyReusedError, Key, Recorded, Store
 
 def test_a_retry_returns_the_first_result(store: Store, key: Key) -> None:
     token = uuid.uuid4().hex
-    first = store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), idempotency_key=token)
-    store.facts.record(key, 90, source="policy", valid_from=date(2026, 10, 1))  # something else happens
-    again = store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), idempotency_key=token)
+    first = store.facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), idempotency_key=token
+    )
+    store.facts.record(
+        key, 90, source="policy", valid_from=date(2026, 10, 1)
+    )  # something else happens
+    again = store.facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), idempotency_key=token
+    )
     assert again == first and first.created
-    assert [v.value for v in store.facts.history(key)].count(80) == 2  # the version and its remainder
+    assert [v.value for v in store.facts.history(key)].count(
+        80
+    ) == 2  # the version and its remainder
 
 
 def test_a_key_reused_for_another_request_is_refused(store: Store, key: Key) -> None:

@@ -31,10 +31,16 @@ def write_file(path: Path, prefix: str) -> int:
         k, r = n % KEYS, n // KEYS
         value = r // 3 if r % 5 else (r - 1) // 3  # every fifth round repeats the last value
         valid_from = START + timedelta(days=r % 7)
-        row = {"entity": f"{prefix}:{k}", "attribute": "limit", "source": "s" if r % 4 else "t",
-               "value": value, "valid_from": valid_from.isoformat(),
-               "valid_to": (valid_from + timedelta(days=30)).isoformat() if r % 3 == 0 else None,
-               "known_at": (START + timedelta(seconds=n)).isoformat(), "recorded_by": "import"}
+        row = {
+            "entity": f"{prefix}:{k}",
+            "attribute": "limit",
+            "source": "s" if r % 4 else "t",
+            "value": value,
+            "valid_from": valid_from.isoformat(),
+            "valid_to": (valid_from + timedelta(days=30)).isoformat() if r % 3 == 0 else None,
+            "known_at": (START + timedelta(seconds=n)).isoformat(),
+            "recorded_by": "import",
+        }
         lines.append(json.dumps(row))
         if n == GATE:
             lines.append(json.dumps({**row, "entity": f"{prefix}:gate"}))
@@ -47,7 +53,9 @@ def contents(store: Store, prefix: str) -> list[tuple[Any, ...]]:
     rows = store.connection.execute(
         "SELECT entity, attribute, source, value, valid_period, known_period, recorded_by,"
         "       carried_from IS NOT NULL"
-        "  FROM bitemporal.versions WHERE entity LIKE %s", (f"{prefix}:%",)).fetchall()
+        "  FROM bitemporal.versions WHERE entity LIKE %s",
+        (f"{prefix}:%",),
+    ).fetchall()
     return sorted((e.removeprefix(prefix), *rest) for e, *rest in rows)
 
 
@@ -78,15 +86,29 @@ def test_a_row_that_contradicts_recorded_knowledge_still_fails(
     key = Key(f"contra:{uuid.uuid4().hex[:8]}", "limit")
     store.facts.record(key, 1, source="s", known_at=START + timedelta(days=1))
     path = tmp_path / "contra.jsonl"
-    path.write_text(json.dumps({"entity": key.entity, "attribute": key.attribute, "source": "s",
-                                "value": 2, "known_at": START.isoformat()}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "entity": key.entity,
+                "attribute": key.attribute,
+                "source": "s",
+                "value": 2,
+                "known_at": START.isoformat(),
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     code, _, err = import_(capsys, database_url, path)
     assert code == 1 and "line 1: knowledge time" in err
     assert [v.value for v in store.facts.history(key)] == [1]
 
 
 def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_again(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+    store: Store,
     connect: Callable[..., psycopg.Connection[Any]],
 ) -> None:
     clean, resumed = f"clean:{uuid.uuid4().hex[:8]}", f"resumed:{uuid.uuid4().hex[:8]}"
@@ -109,8 +131,9 @@ def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_aga
         try:
             while time.monotonic() < deadline and not killed:
                 for (pid,) in admin.execute(
-                        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-                        "   AND wait_event_type = 'Lock' AND query LIKE '%%bitemporal_batch_v1%%'").fetchall():
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                    "   AND wait_event_type = 'Lock' AND query LIKE '%%bitemporal_batch_v1%%'"
+                ).fetchall():
                     admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
                     killed.append(pid)
                 time.sleep(0.01)
@@ -126,7 +149,10 @@ def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_aga
     holder.rollback()
     assert code == 1 and "Traceback" not in err
     first = err.splitlines()[0]
-    assert first.startswith(f"bitemporal: error: {resumed_file}: ") and "terminating connection" in first
+    assert (
+        first.startswith(f"bitemporal: error: {resumed_file}: ")
+        and "terminating connection" in first
+    )
     match = re.search(rf"lines 1-(\d+) of {re.escape(str(resumed_file))} were committed", first)
     assert match, first
     assert "re-run the same command to continue" in first
@@ -134,10 +160,14 @@ def test_an_import_interrupted_by_a_terminated_backend_resumes_by_running_it_aga
     assert committed == GATE // 50 * 50  # every batch before the gate's
     # Exactly the lines said: the store holds what a clean import of those lines holds.
     partial = tmp_path / "partial.jsonl"
-    partial.write_text("".join(clean_file.read_text(encoding="utf-8").splitlines(keepends=True)[:committed]),
-                       encoding="utf-8")
+    partial.write_text(
+        "".join(clean_file.read_text(encoding="utf-8").splitlines(keepends=True)[:committed]),
+        encoding="utf-8",
+    )
     scratch = f"partial:{uuid.uuid4().hex[:8]}"
-    partial.write_text(partial.read_text(encoding="utf-8").replace(f'"{clean}:', f'"{scratch}:'), encoding="utf-8")
+    partial.write_text(
+        partial.read_text(encoding="utf-8").replace(f'"{clean}:', f'"{scratch}:'), encoding="utf-8"
+    )
     assert import_(capsys, database_url, partial)[0] == 0
     assert contents(store, resumed) == contents(store, scratch)
 

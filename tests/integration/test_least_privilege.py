@@ -33,7 +33,9 @@ def as_user(url: str, role: str) -> str:
 
 def schema_exists(url: str) -> bool:
     with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'bitemporal'").fetchone()
+        row = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'bitemporal'"
+        ).fetchone()
     return row == (1,)
 
 
@@ -47,13 +49,19 @@ def roles(empty_database_url: str) -> Iterator[dict[str, str]]:
     with psycopg.connect(empty_database_url, autocommit=True) as admin:
         for name in names.values():
             admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        admin.execute("SELECT bitemporal.grant_roles(reader => %s, writer => %s, auditor => NULL)",
-                      (names["app"], names["app"]))
-        admin.execute("SELECT bitemporal.grant_roles(reader => %s, writer => NULL, auditor => NULL)",
-                      (names["reader"],))
+        admin.execute(
+            "SELECT bitemporal.grant_roles(reader => %s, writer => %s, auditor => NULL)",
+            (names["app"], names["app"]),
+        )
+        admin.execute(
+            "SELECT bitemporal.grant_roles(reader => %s, writer => NULL, auditor => NULL)",
+            (names["reader"],),
+        )
         # Least privilege, also on servers older than 15 where PUBLIC may create in public.
         admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-    yield {"owner": empty_database_url} | {kind: as_user(empty_database_url, name) for kind, name in names.items()}
+    yield {"owner": empty_database_url} | {
+        kind: as_user(empty_database_url, name) for kind, name in names.items()
+    }
     with psycopg.connect(empty_database_url, autocommit=True) as admin:
         for name in names.values():
             admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
@@ -70,18 +78,35 @@ def test_the_cli_works_for_the_application_and_reader_roles(
     roles: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     app, reader = roles["app"], roles["reader"]
-    code, out, err = run(capsys, "--url", app, "record", "mailer:prod", "limit", "50", "--source", "policy",
-                         "--valid-from", "2026-01-01")
+    code, out, err = run(
+        capsys,
+        "--url",
+        app,
+        "record",
+        "mailer:prod",
+        "limit",
+        "50",
+        "--source",
+        "policy",
+        "--valid-from",
+        "2026-01-01",
+    )
     assert (code, err) == (0, "") and out.startswith("recorded version")
     code, out, err = run(capsys, "--url", app, "history", "mailer:prod", "limit", "--json")
     assert code == 0 and [v["value"] for v in json.loads(out)] == [50]
     code, out, err = run(capsys, "--url", reader, "resolve", "mailer:prod", "limit", "--json")
     assert (code, err) == (0, "") and json.loads(out)["value"] == 50
-    code, _, err = run(capsys, "--url", reader, "record", "mailer:prod", "limit", "80", "--source", "policy")
+    code, _, err = run(
+        capsys, "--url", reader, "record", "mailer:prod", "limit", "80", "--source", "policy"
+    )
     assert code == 1 and err.startswith("bitemporal: error: permission denied")
     # Migrating is for the schema's owner: the roles get a typed error, not a traceback.
     for role in (app, reader):
-        for command in (("db", "upgrade"), ("db", "downgrade", "base", "--force"), ("db", "current")):
+        for command in (
+            ("db", "upgrade"),
+            ("db", "downgrade", "base", "--force"),
+            ("db", "current"),
+        ):
             code, _, err = run(capsys, "--url", role, *command)
             assert code == 1 and err.startswith("bitemporal: error: "), (command, err)
     assert migrations.current(roles["owner"]) == migrations.head()
@@ -116,7 +141,9 @@ def test_a_missing_schema_names_the_command_and_creates_nothing(
     assert migrations.current(url) == migrations.head()
 
 
-def test_an_unreachable_database_is_an_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreachable_database_is_an_error_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     nowhere = "postgresql://127.0.0.1:1/nowhere?connect_timeout=2"
     for command in (("db", "upgrade"), ("db", "current"), ("resolve", "e", "a")):
         code, _, err = run(capsys, "--url", nowhere, *command)

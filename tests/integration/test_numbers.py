@@ -32,12 +32,26 @@ def _text(mantissa: int, exponent: int, spelling: str) -> str:
 #: JSON number texts of many shapes: long mantissas, tiny and huge exponents, exponent
 #: and fixed spellings, negative zero.
 number_texts = st.one_of(
-    st.builds(_text, st.integers(-10**40, 10**40), st.integers(-60, 320),
-              st.sampled_from(["fixed", "exponent"])),
+    st.builds(
+        _text,
+        st.integers(-(10**40), 10**40),
+        st.integers(-60, 320),
+        st.sampled_from(["fixed", "exponent"]),
+    ),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
-    st.integers(-10**400, 10**400).map(str),
-    st.sampled_from(["1e308", "0.1000000000000000000000000001", "-0", "-0.0", "1.0", "0.10",
-                     "1e-7", "123456789012345678901234567890.000000000000000000001"]),
+    st.integers(-(10**400), 10**400).map(str),
+    st.sampled_from(
+        [
+            "1e308",
+            "0.1000000000000000000000000001",
+            "-0",
+            "-0.0",
+            "1.0",
+            "0.10",
+            "1e-7",
+            "123456789012345678901234567890.000000000000000000001",
+        ]
+    ),
 )
 
 #: Values holding those numbers, alone or inside arrays and objects.
@@ -46,7 +60,8 @@ value_texts = st.recursive(
     lambda inner: st.one_of(
         st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
         st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3).map(
-            lambda d: "{" + ", ".join(f'"{k}": {v}' for k, v in d.items()) + "}"),
+            lambda d: "{" + ", ".join(f'"{k}": {v}' for k, v in d.items()) + "}"
+        ),
     ),
     max_leaves=6,
 )
@@ -54,11 +69,14 @@ value_texts = st.recursive(
 
 def _record_sql(conn: psycopg.Connection[Any], key: Key, text: str) -> None:
     """Store ``text`` exactly as written, as a psql user would."""
-    conn.execute("SELECT bitemporal.record(%s, %s, 'sql', %s::jsonb)",
-                 (key.entity, key.attribute, text))
+    conn.execute(
+        "SELECT bitemporal.record(%s, %s, 'sql', %s::jsonb)", (key.entity, key.attribute, text)
+    )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=value_texts)
 def test_a_value_read_back_and_recorded_again_is_a_no_op(store: Store, text: str) -> None:
     key = Key(f"numbers:{uuid.uuid4().hex}", "n")
@@ -69,13 +87,20 @@ def test_a_value_read_back_and_recorded_again_is_a_no_op(store: Store, text: str
     # Exactly the stored number, not a neighbour: jsonb equality compares numerics exactly.
     row = store.connection.execute(
         "SELECT value = %s::jsonb FROM bitemporal.history(%s, %s)",
-        (dumps(version.value), key.entity, key.attribute)).fetchone()
+        (dumps(version.value), key.entity, key.attribute),
+    ).fetchone()
     assert row == (True,)
     assert store.facts.resolve(key).value == version.value
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-10**30, 10**30)))
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False), st.integers(-(10**30), 10**30)
+    )
+)
 def test_a_number_written_from_python_comes_back_as_it_was(store: Store, value: float) -> None:
     key = Key(f"numbers:{uuid.uuid4().hex}", "n")
     store.facts.record(key, [value], source="py")
@@ -95,8 +120,14 @@ def test_the_cases_of_the_review(store: Store) -> None:
 
 
 def test_loads_and_dumps_are_inverse_on_jsonb_text() -> None:
-    for text in ("0.1000000000000000000000000001", "100000000000000000000.5", "-0.00000010000000000000000001",
-                 '[1, 2.5, {"a": 3.25}]', "1" * 5001, "-" + "9" * 4301):
+    for text in (
+        "0.1000000000000000000000000001",
+        "100000000000000000000.5",
+        "-0.00000010000000000000000001",
+        '[1, 2.5, {"a": 3.25}]',
+        "1" * 5001,
+        "-" + "9" * 4301,
+    ):
         assert dumps(loads(text)) == text
 
 
@@ -106,8 +137,10 @@ def test_the_cli_prints_stored_numbers_exactly(
     key = Key(f"numbers:{uuid.uuid4().hex}", "n")
     _record_sql(store.connection, key, "0.1000000000000000000000000001")
     for command in (("resolve", "--json"), ("history", "--json"), ("resolve",), ("history",)):
-        assert cli.main(["--url", database_url, command[0], key.entity, key.attribute,
-                         *command[1:]]) == 0
+        assert (
+            cli.main(["--url", database_url, command[0], key.entity, key.attribute, *command[1:]])
+            == 0
+        )
         out = capsys.readouterr().out
         assert "0.1000000000000000000000000001" in out, command
         if "--json" in command:
@@ -120,13 +153,18 @@ def test_application_table_values_round_trip_exactly(
     schema = f"numbers_{uuid.uuid4().hex[:10]}"
     conn = connect()
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    conn.execute(sql.SQL("CREATE TABLE {} (k text, amount numeric, doc jsonb NOT NULL)").format(
-        sql.Identifier(schema, "t")))
+    conn.execute(
+        sql.SQL("CREATE TABLE {} (k text, amount numeric, doc jsonb NOT NULL)").format(
+            sql.Identifier(schema, "t")
+        )
+    )
     table = f"{schema}.t"
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['k'])", (table,))
     try:
         exact = Decimal("0.1000000000000000000000000001")
-        store.app_tables.record(table, {"k": "a", "amount": exact, "doc": {"x": exact, "n": [1e308]}})
+        store.app_tables.record(
+            table, {"k": "a", "amount": exact, "doc": {"x": exact, "n": [1e308]}}
+        )
         [version] = store.app_tables.as_of(table, {"k": "a"})
         assert version.row["amount"] == exact and version.row["doc"] == {"x": exact, "n": [10**308]}
         assert not store.app_tables.record(table, dict(version.row)).created
@@ -140,12 +178,29 @@ def test_the_cli_and_import_record_input_numbers_exactly(
 ) -> None:
     exact = "0.1000000000000000000000000001"
     by_cli = Key(f"numbers:{uuid.uuid4().hex}", "n")
-    assert cli.main(["--url", database_url, "record", by_cli.entity, by_cli.attribute, exact,
-                     "--source", "s"]) == 0
+    assert (
+        cli.main(
+            [
+                "--url",
+                database_url,
+                "record",
+                by_cli.entity,
+                by_cli.attribute,
+                exact,
+                "--source",
+                "s",
+            ]
+        )
+        == 0
+    )
     by_import = Key(f"numbers:{uuid.uuid4().hex}", "n")
     data = tmp_path / "rows.jsonl"
-    data.write_text(json.dumps({"entity": by_import.entity, "attribute": by_import.attribute,
-                                "source": "s"})[:-1] + f', "value": {exact}}}\n')
+    data.write_text(
+        json.dumps({"entity": by_import.entity, "attribute": by_import.attribute, "source": "s"})[
+            :-1
+        ]
+        + f', "value": {exact}}}\n'
+    )
     assert cli.main(["--url", database_url, "import", str(data)]) == 0
     capsys.readouterr()
     for key in (by_cli, by_import):

@@ -38,8 +38,12 @@ def model(database_url: str) -> Iterator[type[Bitemporal]]:
         conn.execute(text(f'CREATE TABLE "{schema}".stock (sku text, count integer NOT NULL)'))
         conn.execute(text(f"SELECT bitemporal.enable_table('\"{schema}\".stock', ARRAY['sku'])"))
     with Session(engine) as session:
-        record(session, Stock(sku="A", count=1), valid_from=BEFORE_FALL_BACK, known_at=BEFORE_FALL_BACK)
-        record(session, Stock(sku="A", count=2), valid_from=BEFORE_FALL_BACK, known_at=AFTER_FALL_BACK)
+        record(
+            session, Stock(sku="A", count=1), valid_from=BEFORE_FALL_BACK, known_at=BEFORE_FALL_BACK
+        )
+        record(
+            session, Stock(sku="A", count=2), valid_from=BEFORE_FALL_BACK, known_at=AFTER_FALL_BACK
+        )
         session.commit()
     yield Stock
     with engine.begin() as conn:
@@ -52,14 +56,25 @@ def model(database_url: str) -> Iterator[type[Bitemporal]]:
 def test_periods_are_utc_instants_in_every_session_time_zone(
     database_url: str, model: type[Bitemporal], zone: str
 ) -> None:
-    engine = create_engine(sqlalchemy_url(database_url), connect_args={"options": f"-c TimeZone={zone}"})
+    engine = create_engine(
+        sqlalchemy_url(database_url), connect_args={"options": f"-c TimeZone={zone}"}
+    )
     with Session(engine) as session:
         first, second = session.scalars(history(model, sku="A")).all()
-        assert (first.known_period.lower, first.known_period.upper) == (BEFORE_FALL_BACK, AFTER_FALL_BACK)
+        assert (first.known_period.lower, first.known_period.upper) == (
+            BEFORE_FALL_BACK,
+            AFTER_FALL_BACK,
+        )
         # Every bound in UTC, so that Python compares instants, never wall-clock times.
-        for bound in (first.known_period.lower, first.known_period.upper, second.valid_period.lower):
+        for bound in (
+            first.known_period.lower,
+            first.known_period.upper,
+            second.valid_period.lower,
+        ):
             assert bound is not None and bound.utcoffset() is not None and not bound.utcoffset()
         assert first.known_period.lower < first.known_period.upper
         [current] = session.scalars(as_of(model)).all()
-        assert current.version_id == second.version_id and repr(current.valid_period) == repr(second.valid_period)
+        assert current.version_id == second.version_id and repr(current.valid_period) == repr(
+            second.valid_period
+        )
     engine.dispose()

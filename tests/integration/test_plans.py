@@ -18,6 +18,7 @@ from bitemporal import migrate
 
 KEYS, CHANGES = 400, 50
 
+
 @pytest.fixture(scope="module")
 def conn(make_database: Any, partitions: int | None) -> Iterator[psycopg.Connection[Any]]:
     url = make_database()
@@ -51,14 +52,18 @@ def test_key_lookups_use_the_key_index(conn: psycopg.Connection[Any], query: str
     assert "fact_version_no_overlap" in text, text
 
 
-def test_the_table_is_big_enough_for_the_plan_to_mean_something(conn: psycopg.Connection[Any]) -> None:
+def test_the_table_is_big_enough_for_the_plan_to_mean_something(
+    conn: psycopg.Connection[Any],
+) -> None:
     row = conn.execute("SELECT count(*) FROM bitemporal.fact_version").fetchone()
     assert row is not None and row[0] == KEYS * (2 * CHANGES - 1)
 
 
 def test_key_existence_check_uses_the_primary_key(conn: psycopg.Connection[Any]) -> None:
     # resolve() and history() first check the key exists (bitemporal.require_key).
-    text = plan(conn, "SELECT FROM bitemporal.fact_key k WHERE k.entity = 'e200' AND k.attribute = 'a'")
+    text = plan(
+        conn, "SELECT FROM bitemporal.fact_key k WHERE k.entity = 'e200' AND k.attribute = 'a'"
+    )
     assert "fact_key_pkey" in text and "Seq Scan" not in text, text
 
 

@@ -273,6 +273,7 @@ def auto_explain(conn: psycopg.Connection[Any]) -> None:
     except psycopg.Error as e:  # not a superuser, or not installed
         pytest.skip(f"auto_explain is not available: {e}")
 
+
 # An index search of one key reads far fewer pages than this; a scan of the version
 # table reads over a hundred times more (test_the_tables_are_big checks it).
 FEW_PAGES = 100

@@ -14,18 +14,32 @@ from bitemporal.plot import draw, rectangles
 @pytest.fixture
 def example(store: Store, key: Key) -> Key:
     for w in WRITES:
-        store.facts.record(key, w.value, source=w.source, valid_from=w.valid_from, valid_to=w.valid_to,
-                           known_at=w.known_at)
+        store.facts.record(
+            key,
+            w.value,
+            source=w.source,
+            valid_from=w.valid_from,
+            valid_to=w.valid_to,
+            known_at=w.known_at,
+        )
     return key
 
 
-def test_one_rectangle_per_version_with_its_periods(store: Store, example: Key, tmp_path: Path) -> None:
+def test_one_rectangle_per_version_with_its_periods(
+    store: Store, example: Key, tmp_path: Path
+) -> None:
     history = store.facts.history(example)
     shapes = draw(history, tmp_path / "example.png", title=str(example), now=store.now())
     assert [s.version_id for s in shapes] == [v.version_id for v in history]
     for shape, version in zip(shapes, history, strict=True):
-        assert (shape.valid_start, shape.valid_end) == (version.valid_period.start, version.valid_period.end)
-        assert (shape.known_start, shape.known_end) == (version.known_period.start, version.known_period.end)
+        assert (shape.valid_start, shape.valid_end) == (
+            version.valid_period.start,
+            version.valid_period.end,
+        )
+        assert (shape.known_start, shape.known_end) == (
+            version.known_period.start,
+            version.known_period.end,
+        )
         assert shape.label == f"{version.value} ({version.source})"
     # Open ends stay open: the current remainders and the announcement.
     assert sum(s.known_end is None for s in shapes) == 4
@@ -40,8 +54,13 @@ def test_rectangles_need_no_matplotlib(store: Store, example: Key) -> None:
     assert len(rectangles(store.facts.history(example))) == 6
 
 
-def test_cli_plot(database_url: str, example: Key, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_plot(
+    database_url: str, example: Key, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "cli.png"
-    assert cli.main(["--url", database_url, "plot", example.entity, example.attribute, "-o", str(out)]) == 0
+    assert (
+        cli.main(["--url", database_url, "plot", example.entity, example.attribute, "-o", str(out)])
+        == 0
+    )
     assert "drew 6 versions" in capsys.readouterr().out
     assert out.stat().st_size > 10_000

@@ -46,7 +46,8 @@ def count(connect: Any, key: Key) -> int:
     with connect() as conn:
         row = conn.execute(
             "SELECT count(*) FROM bitemporal.versions WHERE entity = %s AND attribute = %s",
-            (key.entity, key.attribute)).fetchone()
+            (key.entity, key.attribute),
+        ).fetchone()
     return int(row[0])
 
 
@@ -82,7 +83,9 @@ async def test_an_async_store_on_a_pool_serves_concurrent_tasks(async_pool: Any,
     assert [a.value for a in answers] == list(range(8))
 
 
-async def test_an_async_transaction_on_a_pool_is_atomic(async_pool: Any, key: Key, connect: Any) -> None:
+async def test_an_async_transaction_on_a_pool_is_atomic(
+    async_pool: Any, key: Key, connect: Any
+) -> None:
     store = AsyncStore(async_pool)
     with pytest.raises(RuntimeError):
         async with store.transaction():
@@ -96,7 +99,9 @@ async def test_an_async_transaction_on_a_pool_is_atomic(async_pool: Any, key: Ke
     assert count(connect, key) == 2
 
 
-async def test_sqlalchemy_async_connection_and_session(database_url: str, key: Key, connect: Any) -> None:
+async def test_sqlalchemy_async_connection_and_session(
+    database_url: str, key: Key, connect: Any
+) -> None:
     url = sqlalchemy.make_url(database_url).set(drivername="postgresql+psycopg_async")
     engine = create_async_engine(url)
     try:

@@ -82,7 +82,10 @@ def valid_periods(draw: st.DrawFn) -> Period:
 def ops(sources: tuple[str, ...], kind: str | None = None) -> st.SearchStrategy[Op]:
     kinds = st.just(kind) if kind else st.sampled_from(("record", "record", "retract"))
     return st.builds(
-        Op, kind=kinds, source=st.sampled_from(sources), value=st.sampled_from(VALUES),
+        Op,
+        kind=kinds,
+        source=st.sampled_from(sources),
+        value=st.sampled_from(VALUES),
         valid=valid_periods(),
     )
 
@@ -99,17 +102,23 @@ def scenarios(draw: st.DrawFn, max_ops: int = 10) -> list[Op]:
 
 def knowledge_times(n: int) -> st.SearchStrategy[list[datetime]]:
     """n strictly increasing knowledge times in the past."""
-    return st.lists(
-        st.integers(0, KNOWN_STEPS), min_size=n, max_size=n, unique=True
-    ).map(lambda steps: [KNOWN_BASE + k * KNOWN_STEP for k in sorted(steps)])
+    return st.lists(st.integers(0, KNOWN_STEPS), min_size=n, max_size=n, unique=True).map(
+        lambda steps: [KNOWN_BASE + k * KNOWN_STEP for k in sorted(steps)]
+    )
 
 
 def fresh_key() -> Key:
     return Key(f"prop:{uuid.uuid4().hex}", "attachment_limit_mb")
 
 
-def apply(store: Store, model: FactModel, key: Key, op: Op, known_at: datetime | None,
-          model_known_at: datetime) -> tuple[int, ...]:
+def apply(
+    store: Store,
+    model: FactModel,
+    key: Key,
+    op: Op,
+    known_at: datetime | None,
+    model_known_at: datetime,
+) -> tuple[int, ...]:
     """One write through the SQL functions and to the model; both must agree on its effect.
 
     Returns the ids of the versions whose knowledge the write ended.
@@ -135,7 +144,8 @@ def apply(store: Store, model: FactModel, key: Key, op: Op, known_at: datetime |
 
 def to_model(v: Version) -> ModelVersion:
     return ModelVersion(
-        v.source, v.value,
+        v.source,
+        v.value,
         Period(v.valid_period.start, v.valid_period.end),
         Period(v.known_period.start, v.known_period.end),
     )
@@ -166,7 +176,11 @@ def frozen(answer: Answer) -> tuple[Any, ...]:
     end of each version's known period (closing an open known period later is the one
     change the store allows to a version)."""
     return (
-        answer.status, answer.values, answer.interpretation, answer.valid_at, answer.known_at,
+        answer.status,
+        answer.values,
+        answer.interpretation,
+        answer.valid_at,
+        answer.known_at,
         tuple(
             (v.version_id, v.source, v.value, type(v.value), v.valid_period, v.known_period.start)
             for v in answer.versions
@@ -234,7 +248,8 @@ def test_sql_functions_agree_with_the_model(
     for valid_at, known_at in questions:
         expected = model.resolve(valid_at, known_at, NOW)
         assert_same_answer(
-            ask(valid_at, known_at), expected,
+            ask(valid_at, known_at),
+            expected,
             f"{writes} at {times}: valid_at={valid_at}, known_at={known_at}",
         )
         event(f"asked: {expected.status}, {expected.interpretation}")

@@ -40,52 +40,87 @@ def ref() -> str:
 @pytest.fixture
 def derived(store: Store, key: Key, ref: str) -> dict[str, int]:
     """50 MB from January; a chunk of the policy, its embedding and a summary built on the chunk."""
-    v50 = store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"))
-    chunk = store.provenance.record("chunk", f"{ref}#limits", versions=[v50.version_id], derived_at=at("2026-01-02"))
-    embedding = store.provenance.record("embedding", f"{ref}#limits", artifacts=[chunk], derived_at=at("2026-01-02"))
-    summary = store.provenance.record("summary", ref, artifacts=[chunk.artifact_id],
-                                      detail={"model": "m-1"}, derived_at=at("2026-01-03"))
-    return {"v50": v50.version_id, "chunk": chunk.artifact_id, "embedding": embedding.artifact_id,
-            "summary": summary.artifact_id}
+    v50 = store.facts.record(
+        key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15")
+    )
+    chunk = store.provenance.record(
+        "chunk", f"{ref}#limits", versions=[v50.version_id], derived_at=at("2026-01-02")
+    )
+    embedding = store.provenance.record(
+        "embedding", f"{ref}#limits", artifacts=[chunk], derived_at=at("2026-01-02")
+    )
+    summary = store.provenance.record(
+        "summary",
+        ref,
+        artifacts=[chunk.artifact_id],
+        detail={"model": "m-1"},
+        derived_at=at("2026-01-03"),
+    )
+    return {
+        "v50": v50.version_id,
+        "chunk": chunk.artifact_id,
+        "embedding": embedding.artifact_id,
+        "summary": summary.artifact_id,
+    }
 
 
 def test_recorded_inputs(store: Store, derived: dict[str, int]) -> None:
     summary = store.provenance.get(derived["summary"])
-    assert summary.kind == "summary" and summary.artifacts == (derived["chunk"],) and summary.versions == ()
+    assert (
+        summary.kind == "summary"
+        and summary.artifacts == (derived["chunk"],)
+        and summary.versions == ()
+    )
     assert summary.detail == {"model": "m-1"} and summary.retired_at is None
     assert store.provenance.get(derived["chunk"]).versions == (derived["v50"],)
 
 
-def test_a_supersession_makes_everything_derived_stale(store: Store, key: Key, derived: dict[str, int]) -> None:
+def test_a_supersession_makes_everything_derived_stale(
+    store: Store, key: Key, derived: dict[str, int]
+) -> None:
     ids = set(derived.values()) - {derived["v50"]}
     assert mine(store.provenance.stale(), ids) == {}
-    v80 = store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9))
+    v80 = store.facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9)
+    )
     stale = mine(store.provenance.stale(), ids)
     assert set(stale) == ids
     [direct] = stale[derived["chunk"]].reasons
     assert direct.cause is StaleCause.SUPERSEDED and direct.version_id == derived["v50"]
     assert direct.changed_at == at("2026-09-03", 9) and direct.by_version_ids == (v80.version_id,)
     assert direct.via_artifact == derived["chunk"] and direct.key == key and direct.value == 50
-    assert direct.text == (f"version {derived['v50']} ({key}, source policy: 50) superseded on "
-                           f"2026-09-03 09:00 UTC by version {v80.version_id} (80)")
+    assert direct.text == (
+        f"version {derived['v50']} ({key}, source policy: 50) superseded on "
+        f"2026-09-03 09:00 UTC by version {v80.version_id} (80)"
+    )
     [through] = stale[derived["summary"]].reasons
     assert through.via_artifact == derived["chunk"] and through.version_id == derived["v50"]
-    assert through.text.endswith(f", through artifact {derived['chunk']} (chunk {store.provenance.get(derived['chunk']).ref})")
+    assert through.text.endswith(
+        f", through artifact {derived['chunk']} (chunk {store.provenance.get(derived['chunk']).ref})"
+    )
     # As known before the change, nothing was stale.
     assert mine(store.provenance.stale(at("2026-09-03", 8)), ids) == {}
     assert mine(store.provenance.stale(at("2026-09-03", 9)), ids).keys() == ids
 
 
 def test_retraction(store: Store, key: Key, derived: dict[str, int]) -> None:
-    store.facts.retract(key, source="policy", valid_from=date(2026, 6, 1), known_at=at("2026-05-20"))
+    store.facts.retract(
+        key, source="policy", valid_from=date(2026, 6, 1), known_at=at("2026-05-20")
+    )
     [reason] = mine(store.provenance.stale(), {derived["chunk"]})[derived["chunk"]].reasons
     assert reason.cause is StaleCause.RETRACTED and reason.by_version_ids == ()
     assert "retracted on 2026-05-20 12:00 UTC" in reason.text
 
 
-def test_rebuilding_retires_and_clears(store: Store, key: Key, ref: str, derived: dict[str, int]) -> None:
-    v80 = store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9))
-    current = [v.version_id for v in store.facts.as_of(key, valid_at=at("2026-06-01"))] + [v80.version_id]
+def test_rebuilding_retires_and_clears(
+    store: Store, key: Key, ref: str, derived: dict[str, int]
+) -> None:
+    v80 = store.facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9)
+    )
+    current = [v.version_id for v in store.facts.as_of(key, valid_at=at("2026-06-01"))] + [
+        v80.version_id
+    ]
     # Rebuild the chunk under the same name: the old one is retired, the new one is fresh.
     chunk2 = store.provenance.record("chunk", f"{ref}#limits", versions=current)
     assert store.provenance.get(derived["chunk"]).retired_at is not None
@@ -98,14 +133,21 @@ def test_rebuilding_retires_and_clears(store: Store, key: Key, ref: str, derived
     assert store.provenance.retire(derived["summary"]) is False
     assert derived["summary"] not in mine(store.provenance.stale(), {derived["summary"]})
     assert [a.artifact_id for a in store.provenance.dependents(versions=[derived["v50"]])] == [
-        derived["embedding"]]  # the chunk and the summary are retired
+        derived["embedding"]
+    ]  # the chunk and the summary are retired
 
 
 def test_dependents_are_transitive(store: Store, derived: dict[str, int]) -> None:
     found = store.provenance.dependents(versions=[derived["v50"]])
-    assert [a.artifact_id for a in found] == [derived["chunk"], derived["embedding"], derived["summary"]]
+    assert [a.artifact_id for a in found] == [
+        derived["chunk"],
+        derived["embedding"],
+        derived["summary"],
+    ]
     assert [a.artifact_id for a in store.provenance.dependents(artifacts=[derived["chunk"]])] == [
-        derived["embedding"], derived["summary"]]
+        derived["embedding"],
+        derived["summary"],
+    ]
 
 
 def test_a_diamond_reports_each_cause_once(store: Store, key: Key, ref: str) -> None:
@@ -147,14 +189,22 @@ class TestErrors:
         with pytest.raises(InvalidArtifactError):
             store.provenance.record("", ref, versions=[v.version_id])
         with pytest.raises(InvalidArtifactError, match="only knew"):
-            store.provenance.record("chunk", ref, versions=[v.version_id], derived_at=at("2026-01-01"))
+            store.provenance.record(
+                "chunk", ref, versions=[v.version_id], derived_at=at("2026-01-01")
+            )
         with pytest.raises(KnowledgeTimeInFutureError):
-            store.provenance.record("chunk", ref, versions=[v.version_id], derived_at=at("2999-01-01"))
+            store.provenance.record(
+                "chunk", ref, versions=[v.version_id], derived_at=at("2999-01-01")
+            )
         with pytest.raises(InvalidArtifactError):
             store.provenance.record("chunk", ref, versions=["1"])  # type: ignore[list-item]
-        later = store.provenance.record("chunk", ref, versions=[v.version_id], derived_at=at("2026-03-01"))
+        later = store.provenance.record(
+            "chunk", ref, versions=[v.version_id], derived_at=at("2026-03-01")
+        )
         with pytest.raises(InvalidArtifactError, match="derived later"):
-            store.provenance.record("chunk", ref, versions=[v.version_id], derived_at=at("2026-02-15"))
+            store.provenance.record(
+                "chunk", ref, versions=[v.version_id], derived_at=at("2026-02-15")
+            )
         with pytest.raises(InvalidArtifactError, match="before it was derived"):
             store.provenance.retire(later.artifact_id, at=at("2026-02-20"))
         assert store.provenance.get(later.artifact_id).retired_at is None
@@ -166,8 +216,14 @@ class TestNotify:
         conn.execute(f"LISTEN {CHANNEL}")
         return conn
 
-    def received(self, conn: psycopg.Connection[Any], key: Key, *, expect: int | None = None,
-                 timeout: float = 0.2) -> list[Invalidation]:
+    def received(
+        self,
+        conn: psycopg.Connection[Any],
+        key: Key,
+        *,
+        expect: int | None = None,
+        timeout: float = 0.2,
+    ) -> list[Invalidation]:
         """Notifications about ``key``: wait for ``expect`` of them (at most 5 s), or ``timeout``
         seconds when none are expected."""
         found = []
@@ -178,13 +234,22 @@ class TestNotify:
                 found.append(invalidation)
         return found
 
-    def test_supersession_and_retraction_are_announced(self, store: Store, key: Key, connect: Any) -> None:
-        first = store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"))
+    def test_supersession_and_retraction_are_announced(
+        self, store: Store, key: Key, connect: Any
+    ) -> None:
+        first = store.facts.record(
+            key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15")
+        )
         listener = self.listener(connect)
-        second = store.facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1),
-                                    known_at=at("2026-09-03", 9))
+        second = store.facts.record(
+            key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9)
+        )
         [superseded] = self.received(listener, key, expect=1)
-        assert (superseded.version_id, superseded.change, superseded.source) == (first.version_id, "superseded", "policy")
+        assert (superseded.version_id, superseded.change, superseded.source) == (
+            first.version_id,
+            "superseded",
+            "policy",
+        )
         assert superseded.by == (second.version_id,) and superseded.known_at == at("2026-09-03", 9)
         ended = store.facts.retract(key, source="policy", valid_from=date(2026, 12, 1))
         invalidations = self.received(listener, key, expect=1)
@@ -210,11 +275,16 @@ class TestNotify:
         assert self.received(listener, key) == []
 
     def test_oversized_payload_is_truncated_not_lost(self, store: Store, connect: Any) -> None:
-        key = Key("\u0001" * 1000, "attribute")  # JSON writes each as \u0001: over 8000 bytes in all
+        key = Key(
+            "\u0001" * 1000, "attribute"
+        )  # JSON writes each as \u0001: over 8000 bytes in all
         store.facts.record(key, 1, source="\u0001" * 1000)
         listener = self.listener(connect)
         second = store.facts.record(key, 2, source="\u0001" * 1000)
-        payloads = [Invalidation.from_payload(n.payload) for n in listener.notifies(timeout=5.0, stop_after=1)]
+        payloads = [
+            Invalidation.from_payload(n.payload)
+            for n in listener.notifies(timeout=5.0, stop_after=1)
+        ]
         [mine_] = [p for p in payloads if second.version_id in p.by]
         assert mine_.key is None and mine_.source is None and mine_.change == "superseded"
 

@@ -17,7 +17,9 @@ from bitemporal import cli
 from bitemporal.demo import KEY, WRITES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-needs_psql = pytest.mark.skipif(shutil.which("psql") is None, reason="the psql client is not installed")
+needs_psql = pytest.mark.skipif(
+    shutil.which("psql") is None, reason="the psql client is not installed"
+)
 
 
 def blocks(language: str, section: str | None = None) -> list[str]:
@@ -30,8 +32,13 @@ def blocks(language: str, section: str | None = None) -> list[str]:
 def psql(url: str, script: str, *, time_zone: str | None = None) -> str:
     env = None if time_zone is None else {**os.environ, "PGTZ": time_zone}
     result = subprocess.run(
-        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", url], input=script, capture_output=True,
-        text=True, timeout=60, check=False, env=env,
+        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", url],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -41,7 +48,10 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("BITEMPORAL_DATABASE_URL", empty_database_url)
     assert cli.main(["db", "upgrade"]) == 0  # as the section says, before the examples
     # The fact store, then working memory, in one session as a reader would run them.
-    facts, memory = blocks("python", "Python")[0], blocks("python", "Working memory: decay with reinforcement")[0]
+    facts, memory = (
+        blocks("python", "Python")[0],
+        blocks("python", "Working memory: decay with reinforcement")[0],
+    )
     namespace: dict[str, object] = {}
     for example in (facts, memory):
         exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - our own README
@@ -65,8 +75,14 @@ def test_audit_queries(empty_database_url: str) -> None:
     """The "Auditing with psql" queries, on the worked example and a session with evictions."""
     store = bitemporal.connect(empty_database_url, migrate=True)
     for w in WRITES:
-        store.facts.record(KEY, w.value, source=w.source, valid_from=w.valid_from, valid_to=w.valid_to,
-                           known_at=w.known_at)
+        store.facts.record(
+            KEY,
+            w.value,
+            source=w.source,
+            valid_from=w.valid_from,
+            valid_to=w.valid_to,
+            known_at=w.known_at,
+        )
     memory = store.memory("session-42")
     memory.register("log:line-40")
     for _ in range(14):
@@ -78,7 +94,9 @@ def test_audit_queries(empty_database_url: str) -> None:
     # On 2 September the store said 50 MB; by 5 October we know 80 MB applied that day.
     assert re.search(r"supported\s+\| \[50\]\s+\| supported\s+\| \[80\]\s+\| t", out)
     # September's knowledge: the late change learned, the old rule superseded, the announcement, the forum.
-    assert re.search(r"learned\s+\|.*\| policy \| 80 ", out) and re.search(r"superseded\s+\|.*\| policy \| 50 ", out)
+    assert re.search(r"learned\s+\|.*\| policy \| 80 ", out) and re.search(
+        r"superseded\s+\|.*\| policy \| 50 ", out
+    )
     assert "log:line-40 |           14 | retention" in out and "fell below the threshold 0.2" in out
 
 
@@ -100,14 +118,23 @@ def test_psql_examples_mean_the_same_instants_in_any_session_time_zone(
     for zone in ("UTC", "America/Sao_Paulo"):
         url = make_database()
         migrate_database(url)
-        out = psql(url, "\n".join(b for s in WRITING_SECTIONS for b in blocks("sql", s)), time_zone=zone)
+        out = psql(
+            url, "\n".join(b for s in WRITING_SECTIONS for b in blocks("sql", s)), time_zone=zone
+        )
         assert "supported" in out
         with bitemporal.connect(url) as store:
             seen[zone] = {
-                "history": [(v.source, v.value, v.valid_period)
-                            for k in keys for v in store.facts.history(k)],
-                "answers": [(r.status, r.values) for k in keys for day in days
-                            for r in [store.facts.resolve(k, valid_at=day)]],
+                "history": [
+                    (v.source, v.value, v.valid_period)
+                    for k in keys
+                    for v in store.facts.history(k)
+                ],
+                "answers": [
+                    (r.status, r.values)
+                    for k in keys
+                    for day in days
+                    for r in [store.facts.resolve(k, valid_at=day)]
+                ],
             }
     assert seen["America/Sao_Paulo"] == seen["UTC"]
     # The days begin at midnight UTC: 80 MB (policy) from 1 September, 85 MB for mailer:uk.

@@ -43,24 +43,34 @@ def test_python_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
     # The chunk was retired and the summary rebuilt: nothing is stale any more...
     assert store.provenance.stale() == []
     # ...but just before the rebuild both were, the summary through the chunk.
-    before = store.provenance.stale(store.provenance.get(summary.artifact_id).retired_at - timedelta(microseconds=1))
+    before = store.provenance.stale(
+        store.provenance.get(summary.artifact_id).retired_at - timedelta(microseconds=1)
+    )
     assert [(s.kind, s.reasons[0].cause) for s in before] == [
-        ("chunk", StaleCause.SUPERSEDED), ("summary", StaleCause.SUPERSEDED)]
+        ("chunk", StaleCause.SUPERSEDED),
+        ("summary", StaleCause.SUPERSEDED),
+    ]
     store.close()
-
 
 
 @pytest.mark.skipif(shutil.which("psql") is None, reason="the psql client is not installed")
 def test_psql_examples(empty_database_url: str, migrate_database: Any) -> None:
     migrate_database(empty_database_url)
     result = subprocess.run(
-        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", empty_database_url], input="\n".join(blocks("sql")),
-        capture_output=True, text=True, timeout=60, check=False,
+        ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-d", empty_database_url],
+        input="\n".join(blocks("sql")),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "announced, in force from 2026-10-01" in out
     assert "From 1 September the attachment limit is 80 MB." in out
-    assert re.search(r"summary \| uk limits \| superseded \| version \d+ \(mailer:uk/attachment_limit_mb, "
-                     r"source policy: 80\) superseded on .* \(85\)", out), out
+    assert re.search(
+        r"summary \| uk limits \| superseded \| version \d+ \(mailer:uk/attachment_limit_mb, "
+        r"source policy: 80\) superseded on .* \(85\)",
+        out,
+    ), out
     assert re.search(r"learned\s+\|", out)

@@ -25,15 +25,20 @@ def known(n: int) -> datetime:
 
 def current_pieces(store: Store, key: Key) -> list[tuple[object, datetime | None, datetime | None]]:
     return sorted(
-        ((v.value, v.valid_period.start, v.valid_period.end)
-         for v in store.facts.history(key) if v.known_period.is_open),
-        key=lambda p: (p[1] or datetime.min.replace(tzinfo=UTC)),
+        (
+            (v.value, v.valid_period.start, v.valid_period.end)
+            for v in store.facts.history(key)
+            if v.known_period.is_open
+        ),
+        key=lambda p: p[1] or datetime.min.replace(tzinfo=UTC),
     )
 
 
 class TestValidEdges:
     def test_start_inclusive_end_exclusive(self, store: Store, key: Key) -> None:
-        store.facts.record(key, 1, source="s", valid_from=day(10), valid_to=day(20), known_at=known(0))
+        store.facts.record(
+            key, 1, source="s", valid_from=day(10), valid_to=day(20), known_at=known(0)
+        )
         ask = lambda t: store.facts.resolve(key, valid_at=t, known_at=known(1), now=known(1))
         assert ask(day(10) - US).status is Status.MISSING
         assert ask(day(10)).value == 1
@@ -87,22 +92,45 @@ class TestKnownEdges:
 
 class TestSplits:
     def test_interior_write_splits_into_three_adjacent_pieces(self, store: Store, key: Key) -> None:
-        store.facts.record(key, 1, source="s", valid_from=day(0), valid_to=day(30), known_at=known(0))
-        store.facts.record(key, 2, source="s", valid_from=day(10), valid_to=day(20), known_at=known(1))
-        assert current_pieces(store, key) == [(1, day(0), day(10)), (2, day(10), day(20)), (1, day(20), day(30))]
+        store.facts.record(
+            key, 1, source="s", valid_from=day(0), valid_to=day(30), known_at=known(0)
+        )
+        store.facts.record(
+            key, 2, source="s", valid_from=day(10), valid_to=day(20), known_at=known(1)
+        )
+        assert current_pieces(store, key) == [
+            (1, day(0), day(10)),
+            (2, day(10), day(20)),
+            (1, day(20), day(30)),
+        ]
         remainders = [v for v in store.facts.history(key) if v.carried_from is not None]
         assert {v.carried_from for v in remainders} == {store.facts.history(key)[0].version_id}
 
     def test_write_over_several_versions(self, store: Store, key: Key) -> None:
         for i, start in enumerate((0, 10, 20)):
-            store.facts.record(key, i, source="s", valid_from=day(start), valid_to=day(start + 10), known_at=known(i))
-        result = store.facts.record(key, 9, source="s", valid_from=day(5), valid_to=day(25), known_at=known(5))
+            store.facts.record(
+                key,
+                i,
+                source="s",
+                valid_from=day(start),
+                valid_to=day(start + 10),
+                known_at=known(i),
+            )
+        result = store.facts.record(
+            key, 9, source="s", valid_from=day(5), valid_to=day(25), known_at=known(5)
+        )
         assert len(result.superseded) == 3
-        assert current_pieces(store, key) == [(0, day(0), day(5)), (9, day(5), day(25)), (2, day(25), day(30))]
+        assert current_pieces(store, key) == [
+            (0, day(0), day(5)),
+            (9, day(5), day(25)),
+            (2, day(25), day(30)),
+        ]
 
     def test_retract_interior(self, store: Store, key: Key) -> None:
         store.facts.record(key, 1, source="s", known_at=known(0))
-        ended = store.facts.retract(key, source="s", valid_from=day(1), valid_to=day(2), known_at=known(1))
+        ended = store.facts.retract(
+            key, source="s", valid_from=day(1), valid_to=day(2), known_at=known(1)
+        )
         assert len(ended) == 1
         assert current_pieces(store, key) == [(1, None, day(1)), (1, day(2), None)]
         assert store.facts.resolve(key, valid_at=day(1)).status is Status.MISSING
@@ -126,20 +154,37 @@ class TestSplits:
 
 class TestNoOp:
     def test_same_value_for_a_covered_period_changes_nothing(self, store: Store, key: Key) -> None:
-        first = store.facts.record(key, {"mb": 50}, source="s", valid_from=day(0), known_at=known(0))
+        first = store.facts.record(
+            key, {"mb": 50}, source="s", valid_from=day(0), known_at=known(0)
+        )
         again = store.facts.record(key, {"mb": 50}, source="s", valid_from=day(3), valid_to=day(4))
         assert again.created is False and again.version_id == first.version_id
         assert len(store.facts.history(key)) == 1
 
-    def test_same_value_across_adjacent_pieces_changes_nothing(self, store: Store, key: Key) -> None:
-        store.facts.record(key, 1, source="s", valid_from=day(0), valid_to=day(10), known_at=known(0))
-        store.facts.record(key, 1, source="s", valid_from=day(10), valid_to=day(20), known_at=known(1))
-        assert store.facts.record(key, 1, source="s", valid_from=day(5), valid_to=day(15)).created is False
+    def test_same_value_across_adjacent_pieces_changes_nothing(
+        self, store: Store, key: Key
+    ) -> None:
+        store.facts.record(
+            key, 1, source="s", valid_from=day(0), valid_to=day(10), known_at=known(0)
+        )
+        store.facts.record(
+            key, 1, source="s", valid_from=day(10), valid_to=day(20), known_at=known(1)
+        )
+        assert (
+            store.facts.record(key, 1, source="s", valid_from=day(5), valid_to=day(15)).created
+            is False
+        )
 
     def test_gap_or_other_value_is_a_change(self, store: Store, key: Key) -> None:
-        store.facts.record(key, 1, source="s", valid_from=day(0), valid_to=day(10), known_at=known(0))
-        assert store.facts.record(key, 1, source="s", valid_from=day(5), valid_to=day(15), known_at=known(1)).created
-        assert store.facts.record(key, 2, source="s", valid_from=day(5), valid_to=day(6), known_at=known(2)).created
+        store.facts.record(
+            key, 1, source="s", valid_from=day(0), valid_to=day(10), known_at=known(0)
+        )
+        assert store.facts.record(
+            key, 1, source="s", valid_from=day(5), valid_to=day(15), known_at=known(1)
+        ).created
+        assert store.facts.record(
+            key, 2, source="s", valid_from=day(5), valid_to=day(6), known_at=known(2)
+        ).created
 
     def test_no_op_does_not_advance_knowledge(self, store: Store, key: Key) -> None:
         store.facts.record(key, 1, source="s", known_at=known(0))
@@ -158,7 +203,12 @@ class TestOneTransaction:
         # Superseded inside the transaction that made them: never seen, not kept.
         assert all(v.known_period.is_open for v in history)
         assert len({v.known_period.start for v in history}) == 1
-        assert current_pieces(store, key) == [(1, day(0), day(10)), (2, day(10), day(15)), (3, day(15), day(30)), (1, day(30), None)]
+        assert current_pieces(store, key) == [
+            (1, day(0), day(10)),
+            (2, day(10), day(15)),
+            (3, day(15), day(30)),
+            (1, day(30), None),
+        ]
 
     def test_rolled_back_transaction_leaves_nothing(self, store: Store, key: Key) -> None:
         store.facts.record(key, 1, source="s", known_at=known(0))
@@ -179,20 +229,28 @@ class TestPastAnswersNeverChange:
     def test_answers_for_past_knowledge_survive_later_writes(self, store: Store, key: Key) -> None:
         def answer_then() -> list[tuple[object, ...]]:
             # Which versions, values and periods; only the end of knowledge may be set later.
-            return [(v.version_id, v.value, v.valid_period, v.known_period.start)
-                    for v in store.facts.as_of(key, valid_at=day(0), known_at=known(1))]
+            return [
+                (v.version_id, v.value, v.valid_period, v.known_period.start)
+                for v in store.facts.as_of(key, valid_at=day(0), known_at=known(1))
+            ]
 
         store.facts.record(key, 1, source="s", known_at=known(0))
         before = answer_then()
-        store.facts.record(key, 2, source="s", valid_from=day(-5), valid_to=day(5), known_at=known(2))
+        store.facts.record(
+            key, 2, source="s", valid_from=day(-5), valid_to=day(5), known_at=known(2)
+        )
         store.facts.retract(key, source="s", known_at=known(3))
         assert answer_then() == before
         assert store.facts.resolve(key, valid_at=day(0)).status is Status.MISSING
 
 
 class TestConnections:
-    def test_store_on_a_sqlalchemy_session_joins_its_transaction(self, database_url: str, key: Key) -> None:
-        engine = sqlalchemy.create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    def test_store_on_a_sqlalchemy_session_joins_its_transaction(
+        self, database_url: str, key: Key
+    ) -> None:
+        engine = sqlalchemy.create_engine(
+            database_url.replace("postgresql://", "postgresql+psycopg://", 1)
+        )
         try:
             with Session(engine) as session:
                 Store(session).facts.record(key, 1, source="s")

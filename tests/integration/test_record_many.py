@@ -63,16 +63,24 @@ class Row:
     known: int | None  # hours after KNOWN_BASE; None: the transaction time
 
     def bounds(self) -> tuple[datetime | None, datetime | None]:
-        return (None if self.lo == 0 else GRID[self.lo - 1],
-                None if self.hi == len(GRID) + 1 else GRID[self.hi - 1])
+        return (
+            None if self.lo == 0 else GRID[self.lo - 1],
+            None if self.hi == len(GRID) + 1 else GRID[self.hi - 1],
+        )
 
 
 @st.composite
 def rows(draw: st.DrawFn, keys: int) -> Row:
     lo = draw(st.integers(0, len(GRID)))
     hi = draw(st.integers(lo + 1, len(GRID) + 1))
-    return Row(draw(st.integers(0, keys - 1)), draw(st.sampled_from(SOURCES)),
-               draw(st.sampled_from(VALUES)), lo, hi, None)
+    return Row(
+        draw(st.integers(0, keys - 1)),
+        draw(st.sampled_from(SOURCES)),
+        draw(st.sampled_from(VALUES)),
+        lo,
+        hi,
+        None,
+    )
 
 
 @st.composite
@@ -85,15 +93,20 @@ def scenarios(draw: st.DrawFn) -> tuple[list[Row], list[Row]]:
     # explicit time after a default one would go back: tested below).
     explicit = draw(st.integers(0, len(batch)), label="explicit prefix")
     hours = sorted(draw(st.lists(st.integers(100, 400), min_size=len(batch), max_size=len(batch))))
-    chosen = [i < explicit and draw(st.booleans(), label=f"explicit {i}") for i in range(len(batch))]
+    chosen = [
+        i < explicit and draw(st.booleans(), label=f"explicit {i}") for i in range(len(batch))
+    ]
     for i in reversed(range(explicit)):
         # A default row followed by an explicit one of the same key would go back:
         # keep that to the case below, let keys interleave freely otherwise.
-        if not chosen[i] and any(chosen[j] and batch[j].key == batch[i].key
-                                 for j in range(i + 1, len(batch))):
+        if not chosen[i] and any(
+            chosen[j] and batch[j].key == batch[i].key for j in range(i + 1, len(batch))
+        ):
             chosen[i] = True
-    batch = [Row(r.key, r.source, r.value, r.lo, r.hi, hours[i] if chosen[i] else None)
-             for i, r in enumerate(batch)]
+    batch = [
+        Row(r.key, r.source, r.value, r.lo, r.hi, hours[i] if chosen[i] else None)
+        for i, r in enumerate(batch)
+    ]
     if draw(st.integers(0, 9), label="back in time") == 0:
         # A knowledge time earlier than knowledge already recorded: BT002 for that row.
         i = draw(st.integers(0, len(batch) - 1))
@@ -114,28 +127,53 @@ def twin_keys(tag: str, count: int = 3) -> list[Key]:
 
 def write_row(store: Store, keys: list[Key], r: Row) -> Recorded:
     start, end = r.bounds()
-    return store.facts.record(keys[r.key], r.value, source=r.source, valid_from=start, valid_to=end,
-                              known_at=hours(r.known))
+    return store.facts.record(
+        keys[r.key],
+        r.value,
+        source=r.source,
+        valid_from=start,
+        valid_to=end,
+        known_at=hours(r.known),
+    )
 
 
 def batch_rows(keys: list[Key], batch: list[Row]) -> list[dict[str, Any]]:
-    return [{"key": keys[r.key], "source": r.source, "value": r.value, "valid_from": r.bounds()[0],
-             "valid_to": r.bounds()[1], "known_at": hours(r.known)} for r in batch]
+    return [
+        {
+            "key": keys[r.key],
+            "source": r.source,
+            "value": r.value,
+            "valid_from": r.bounds()[0],
+            "valid_to": r.bounds()[1],
+            "known_at": hours(r.known),
+        }
+        for r in batch
+    ]
 
 
 def history(store: Store, keys: list[Key], tx: datetime) -> list[Counter[tuple[Any, ...]]]:
     """Per key, the multiset of (source, value, valid period, known period), with the
     transaction's own time written as "TX"."""
+
     def at(t: datetime | None) -> Any:
         return "TX" if t == tx else t
 
     out = []
     for key in keys:
         versions = versions_of(store, key)
-        out.append(Counter(
-            (v.source, json.dumps(v.value), v.valid_period.start, v.valid_period.end,
-             at(v.known_period.start), at(v.known_period.end))
-            for v in versions))
+        out.append(
+            Counter(
+                (
+                    v.source,
+                    json.dumps(v.value),
+                    v.valid_period.start,
+                    v.valid_period.end,
+                    at(v.known_period.start),
+                    at(v.known_period.end),
+                )
+                for v in versions
+            )
+        )
     return out
 
 
@@ -149,14 +187,19 @@ def versions_of(store: Store, key: Key) -> list[Any]:
 def key_state(conn: psycopg.Connection[Any], keys: list[Key], tx: datetime) -> list[Any]:
     out = []
     for key in keys:
-        row = conn.execute("SELECT first_known_at, last_known_at FROM bitemporal.fact_key "
-                           "WHERE entity = %s AND attribute = %s", (key.entity, key.attribute)).fetchone()
+        row = conn.execute(
+            "SELECT first_known_at, last_known_at FROM bitemporal.fact_key "
+            "WHERE entity = %s AND attribute = %s",
+            (key.entity, key.attribute),
+        ).fetchone()
         out.append(None if row is None else tuple("TX" if t == tx else t for t in row))
     return out
 
 
 def summary(results: list[Recorded], tx: datetime) -> list[tuple[bool, Any, int]]:
-    return [(r.created, "TX" if r.known_at == tx else r.known_at, len(r.superseded)) for r in results]
+    return [
+        (r.created, "TX" if r.known_at == tx else r.known_at, len(r.superseded)) for r in results
+    ]
 
 
 @pytest.fixture
@@ -164,7 +207,9 @@ def raw(connect: Callable[..., psycopg.Connection[Any]]) -> psycopg.Connection[A
     return connect()
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(scenario=scenarios())
 def test_record_many_equals_record_row_by_row(
     store: Store, raw: psycopg.Connection[Any], scenario: tuple[list[Row], list[Row]]
@@ -220,15 +265,34 @@ def test_record_many_equals_record_row_by_row(
 
 
 def test_results_and_supersession(store: Store, key: Key) -> None:
-    store.facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1),
-                       known_at=datetime(2025, 12, 15, tzinfo=UTC))
-    results = store.facts.record_many([
-        RecordRow(key, 80, "policy", valid_from=date(2026, 9, 1)),
-        {"entity": key.entity, "attribute": key.attribute, "source": "policy", "value": 80,
-         "valid_from": date(2026, 10, 1), "valid_to": date(2026, 11, 1)},       # a no-op now
-        {"key": key, "source": "forum", "value": 90, "valid_from": date(2026, 9, 1),
-         "valid_to": date(2026, 10, 1), "recorded_by": "importer"},
-    ])
+    store.facts.record(
+        key,
+        50,
+        source="policy",
+        valid_from=date(2026, 1, 1),
+        known_at=datetime(2025, 12, 15, tzinfo=UTC),
+    )
+    results = store.facts.record_many(
+        [
+            RecordRow(key, 80, "policy", valid_from=date(2026, 9, 1)),
+            {
+                "entity": key.entity,
+                "attribute": key.attribute,
+                "source": "policy",
+                "value": 80,
+                "valid_from": date(2026, 10, 1),
+                "valid_to": date(2026, 11, 1),
+            },  # a no-op now
+            {
+                "key": key,
+                "source": "forum",
+                "value": 90,
+                "valid_from": date(2026, 9, 1),
+                "valid_to": date(2026, 10, 1),
+                "recorded_by": "importer",
+            },
+        ]
+    )
     assert [r.created for r in results] == [True, False, True]
     first, noop, forum = results
     assert len(first.superseded) == 1 and first.known_at is not None
@@ -247,14 +311,19 @@ def test_bad_rows_are_reported_by_line_and_nothing_is_written(
     good = {"key": keys[0], "source": "s", "value": 1}
     batch = [
         good,
-        {"key": keys[1], "source": "", "value": 1},                                   # 2: BT005
-        {"key": keys[1], "source": "s", "value": 1, "valid_from": date(2026, 2, 1),
-         "valid_to": date(2026, 1, 1)},                                                # 3: inverted
+        {"key": keys[1], "source": "", "value": 1},  # 2: BT005
+        {
+            "key": keys[1],
+            "source": "s",
+            "value": 1,
+            "valid_from": date(2026, 2, 1),
+            "valid_to": date(2026, 1, 1),
+        },  # 3: inverted
         good,
-        {"key": keys[1], "source": "s", "value": None},                               # 5: null value
+        {"key": keys[1], "source": "s", "value": None},  # 5: null value
         {"key": keys[1], "source": "s", "value": 1, "valid_from": datetime(2026, 1, 1)},  # 6: naive
-        {"entity": keys[1].entity, "source": "s", "value": 1},                        # 7: no attribute
-        {"key": keys[1], "source": "s", "value": float("nan")},                       # 8: not JSON
+        {"entity": keys[1].entity, "source": "s", "value": 1},  # 7: no attribute
+        {"key": keys[1], "source": "s", "value": float("nan")},  # 8: not JSON
     ]
     with pytest.raises(BatchError) as caught:
         store.facts.record_many(batch)
@@ -269,17 +338,26 @@ def test_bad_rows_are_reported_by_line_and_nothing_is_written(
 
     # Problems only the database sees: reported the same way, by line, all of them.
     far = datetime(2100, 1, 1, tzinfo=UTC)
-    batch = [good, {**good, "known_at": far}, good,
-             {**good, "valid_from": datetime(1, 1, 1, tzinfo=UTC)},
-             {**good, "valid_from": datetime(9999, 12, 30, 12, tzinfo=UTC)}]
+    batch = [
+        good,
+        {**good, "known_at": far},
+        good,
+        {**good, "valid_from": datetime(1, 1, 1, tzinfo=UTC)},
+        {**good, "valid_from": datetime(9999, 12, 30, 12, tzinfo=UTC)},
+    ]
     with pytest.raises(BatchError) as caught:
         store.facts.record_many(batch)
     assert [(line, state) for line, state, _ in caught.value.errors] == [
-        (2, "BT003"), (4, "BT001"), (5, "BT001")]
+        (2, "BT003"),
+        (4, "BT001"),
+        (5, "BT001"),
+    ]
     assert "later than the present" in caught.value.rows[0][1]
     assert "outside the supported range" in caught.value.rows[2][1]
     for key in keys:  # not even the keys were created
-        row = raw.execute("SELECT count(*) FROM bitemporal.fact_key WHERE entity = %s", (key.entity,))
+        row = raw.execute(
+            "SELECT count(*) FROM bitemporal.fact_key WHERE entity = %s", (key.entity,)
+        )
         assert row.fetchone() == (0,)
 
     # A knowledge time going back, found while applying: the later rows of that key
@@ -288,9 +366,9 @@ def test_bad_rows_are_reported_by_line_and_nothing_is_written(
     batch = [
         {**good, "known_at": t2},
         {**good, "key": keys[1], "known_at": t2},
-        {**good, "value": 2, "known_at": t1},                                 # 3: BT002
-        {**good, "value": 3},                                                 # skipped
-        {**good, "key": keys[1], "value": 2, "known_at": t1},                 # 5: BT002
+        {**good, "value": 2, "known_at": t1},  # 3: BT002
+        {**good, "value": 3},  # skipped
+        {**good, "key": keys[1], "value": 2, "known_at": t1},  # 5: BT002
     ]
     with pytest.raises(BatchError) as caught:
         store.facts.record_many(batch)
@@ -320,23 +398,29 @@ def test_sql_interface(raw: psycopg.Connection[Any], key: Key) -> None:
     ).fetchall()
     assert rows == [(1, True, True), (2, False, False)]
     with pytest.raises(psycopg.Error) as caught:
-        raw.execute("SELECT * FROM bitemporal.record_many(ARRAY[ROW('e', 'a', 's', 'null', NULL, NULL, "
-                    "NULL, NULL)]::bitemporal.batch_row[])")
+        raw.execute(
+            "SELECT * FROM bitemporal.record_many(ARRAY[ROW('e', 'a', 's', 'null', NULL, NULL, "
+            "NULL, NULL)]::bitemporal.batch_row[])"
+        )
     assert caught.value.sqlstate == "BT301"
     detail = json.loads(caught.value.diag.message_detail or "")
     assert detail == {"total": 1, "rows": [[1, "BT007", "value must not be null"]]}
 
 
-def test_inside_the_callers_transaction(connect: Callable[..., psycopg.Connection[Any]], key: Key) -> None:
+def test_inside_the_callers_transaction(
+    connect: Callable[..., psycopg.Connection[Any]], key: Key
+) -> None:
     conn = connect(autocommit=False)
     store = Store(conn)
     store.facts.record(key, 1, source="s")
     with pytest.raises(BatchError):
-        store.facts.record_many([{"key": key, "source": "s", "value": 2},
-                                 {"key": key, "source": "", "value": 3}])
+        store.facts.record_many(
+            [{"key": key, "source": "s", "value": 2}, {"key": key, "source": "", "value": 3}]
+        )
     # The failed batch left the caller's transaction usable and unchanged.
-    results = store.facts.record_many([{"key": key, "source": "s", "value": 2},
-                                       {"key": key, "source": "t", "value": 3}])
+    results = store.facts.record_many(
+        [{"key": key, "source": "s", "value": 2}, {"key": key, "source": "t", "value": 3}]
+    )
     assert [r.created for r in results] == [True, True]
     conn.commit()
     assert Store(connect()).facts.resolve(key).values == (2, 3)
@@ -349,9 +433,17 @@ def test_a_large_batch(store: Store, raw: psycopg.Connection[Any]) -> None:
     prefix = uuid.uuid4().hex
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     batch = [
-        {"entity": f"big:{prefix}:{k}", "attribute": "a", "source": "s", "value": n,
-         "valid_from": GRID[n], "known_at": t0 + timedelta(days=n)}
-        for n in range(3) for k in range(8000) if n < 2 or k < 4000
+        {
+            "entity": f"big:{prefix}:{k}",
+            "attribute": "a",
+            "source": "s",
+            "value": n,
+            "valid_from": GRID[n],
+            "known_at": t0 + timedelta(days=n),
+        }
+        for n in range(3)
+        for k in range(8000)
+        if n < 2 or k < 4000
     ]
     assert len(batch) == 20_000
     started = time.monotonic()
@@ -360,17 +452,25 @@ def test_a_large_batch(store: Store, raw: psycopg.Connection[Any]) -> None:
     assert all(r.created for r in results)
     assert [len(r.superseded) for r in results[:2]] == [0, 0]
     assert all(len(r.superseded) == 1 for r in results[8000:])
-    row = raw.execute("SELECT count(*), count(*) FILTER (WHERE upper_inf(known_period)) "
-                      "FROM bitemporal.fact_version WHERE entity LIKE %s", (f"big:{prefix}:%",)).fetchone()
+    row = raw.execute(
+        "SELECT count(*), count(*) FILTER (WHERE upper_inf(known_period)) "
+        "FROM bitemporal.fact_version WHERE entity LIKE %s",
+        (f"big:{prefix}:%",),
+    ).fetchone()
     # Per key: n rows leave 2n-1 versions, n of them current.
     assert row == (4000 * 5 + 4000 * 3, 4000 * 3 + 4000 * 2)
-    answer = store.facts.resolve(Key(f"big:{prefix}:7", "a"), valid_at=GRID[2], known_at=t0 + timedelta(days=1))
+    answer = store.facts.resolve(
+        Key(f"big:{prefix}:7", "a"), valid_at=GRID[2], known_at=t0 + timedelta(days=1)
+    )
     assert answer.value == 1
     assert elapsed < 60
 
 
-def in_thread(conn: psycopg.Connection[Any], action: Callable[[], Any], done: list[Any]) -> threading.Thread:
+def in_thread(
+    conn: psycopg.Connection[Any], action: Callable[[], Any], done: list[Any]
+) -> threading.Thread:
     """Runs ``action`` and commits ``conn`` in a thread; appends the result or the error to ``done``."""
+
     def run() -> None:
         try:
             done.append(action())
@@ -391,12 +491,17 @@ def test_concurrent_record_on_a_key_of_the_batch(
     deadlock, and the result is that of the serial order."""
     keys = twin_keys("race", 5)
     batcher, single = Store(connect(autocommit=False)), Store(connect(autocommit=False))
-    batch = [{"key": k, "source": "s", "value": i, "valid_from": GRID[0]} for i, k in enumerate(keys)]
+    batch = [
+        {"key": k, "source": "s", "value": i, "valid_from": GRID[0]} for i, k in enumerate(keys)
+    ]
     done: list[Any] = []
     if batch_first:
-        batcher.facts.record_many(batch)             # holds every key of the batch
-        thread = in_thread(single.connection, lambda: single.facts.record(
-            keys[2], 99, source="s", valid_from=GRID[1]), done)
+        batcher.facts.record_many(batch)  # holds every key of the batch
+        thread = in_thread(
+            single.connection,
+            lambda: single.facts.record(keys[2], 99, source="s", valid_from=GRID[1]),
+            done,
+        )
         time.sleep(0.3)
         assert thread.is_alive(), "the single record waits for the batch"
         batcher.connection.commit()
@@ -409,12 +514,20 @@ def test_concurrent_record_on_a_key_of_the_batch(
     thread.join(timeout=30)
     assert not thread.is_alive() and not any(isinstance(d, BaseException) for d in done), done
     history = Store(connect()).facts.history(keys[2])
-    if batch_first:   # the batch's 2 from January, then 99 from February: split in two
+    if batch_first:  # the batch's 2 from January, then 99 from February: split in two
         assert sorted((v.value, v.known_period.end is None) for v in history) == [
-            (2, False), (2, True), (99, True)]
-    else:             # 99 from February, then the batch's 2 from January replaces it all
-        assert sorted((v.value, v.known_period.end is None) for v in history) == [(2, True), (99, False)]
-    assert len({v.known_period.start for v in history}) == 2, "the second writer's knowledge time is later"
+            (2, False),
+            (2, True),
+            (99, True),
+        ]
+    else:  # 99 from February, then the batch's 2 from January replaces it all
+        assert sorted((v.value, v.known_period.end is None) for v in history) == [
+            (2, True),
+            (99, False),
+        ]
+    assert len({v.known_period.start for v in history}) == 2, (
+        "the second writer's knowledge time is later"
+    )
     for key in keys:
         assert Store(connect()).facts.resolve(key, valid_at=GRID[0]).value == keys.index(key)
 
@@ -432,7 +545,9 @@ def test_concurrent_batches_with_shared_keys_do_not_deadlock(
             order = keys[i:] + keys[:i] if i % 2 else list(reversed(keys))
             barrier.wait()
             for n in range(3):
-                store.facts.record_many([{"key": k, "source": "s", "value": i * 10 + n} for k in order])
+                store.facts.record_many(
+                    [{"key": k, "source": "s", "value": i * 10 + n} for k in order]
+                )
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -456,8 +571,11 @@ def writer_login(database_url: str) -> Iterator[dict[str, str]]:
     names = {"writer": f"bt_bulk_writer_{suffix}", "reader": f"bt_bulk_reader_{suffix}"}
     with psycopg.connect(database_url, autocommit=True) as admin:
         for kind, name in names.items():
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
-                sql.Identifier(name), sql.Identifier(f"bitemporal_{kind}")))
+            admin.execute(
+                sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
+                    sql.Identifier(name), sql.Identifier(f"bitemporal_{kind}")
+                )
+            )
     yield names
     with psycopg.connect(database_url, autocommit=True) as admin:
         for name in names.values():
@@ -470,18 +588,25 @@ def test_a_writer_only_role_can_record_many(
 ) -> None:
     with psycopg.connect(database_url, user=writer_login["writer"], autocommit=True) as conn:
         writer = Store(conn)
-        results = writer.facts.record_many([{"key": key, "source": "s", "value": 1},
-                                            {"key": key, "source": "s", "value": 2,
-                                             "valid_from": GRID[0]}])
+        results = writer.facts.record_many(
+            [
+                {"key": key, "source": "s", "value": 1},
+                {"key": key, "source": "s", "value": 2, "valid_from": GRID[0]},
+            ]
+        )
         assert [r.created for r in results] == [True, True]
         with pytest.raises(BatchError):
             writer.facts.record_many([{"key": key, "source": "", "value": 1}])
         # Still no direct writes.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("INSERT INTO bitemporal.fact_key VALUES ('x', 'y', now(), now(), pg_current_xact_id())")
+            conn.execute(
+                "INSERT INTO bitemporal.fact_key VALUES ('x', 'y', now(), now(), pg_current_xact_id())"
+            )
     assert [v.value for v in store.facts.as_of(key, valid_at=GRID[1])] == [2]
-    with (psycopg.connect(database_url, user=writer_login["reader"], autocommit=True) as conn,
-          pytest.raises(PermissionDeniedError)):
+    with (
+        psycopg.connect(database_url, user=writer_login["reader"], autocommit=True) as conn,
+        pytest.raises(PermissionDeniedError),
+    ):
         Store(conn).facts.record_many([{"key": key, "source": "s", "value": 3}])
 
 
@@ -510,15 +635,33 @@ def test_import_csv_and_jsonl(
     assert store.facts.resolve(limit, valid_at=date(2026, 9, 15)).values == (80, 90)
     assert store.facts.resolve(Key(f"{prefix}:mailer", "note")).value == [1, 2]
     first = min(store.facts.history(limit), key=lambda v: v.version_id)
-    assert first.recorded_by == "import" and first.known_period.start == datetime(2025, 12, 15, 12, tzinfo=UTC)
+    assert first.recorded_by == "import" and first.known_period.start == datetime(
+        2025, 12, 15, 12, tzinfo=UTC
+    )
 
     jsonl = tmp_path / "facts.jsonl"
     lines = [
-        {"entity": f"{prefix}:mailer", "attribute": "limit", "source": "policy", "value": 100,
-         "valid_from": "2026-10-01"},
-        {"entity": f"{prefix}:mailer", "attribute": "limit", "source": "policy", "value": 100,
-         "valid_from": "2026-11-01", "valid_to": "2026-12-01"},
-        {"entity": f"{prefix}:mailer", "attribute": "tags", "source": "policy", "value": {"a": [1, 2]}},
+        {
+            "entity": f"{prefix}:mailer",
+            "attribute": "limit",
+            "source": "policy",
+            "value": 100,
+            "valid_from": "2026-10-01",
+        },
+        {
+            "entity": f"{prefix}:mailer",
+            "attribute": "limit",
+            "source": "policy",
+            "value": 100,
+            "valid_from": "2026-11-01",
+            "valid_to": "2026-12-01",
+        },
+        {
+            "entity": f"{prefix}:mailer",
+            "attribute": "tags",
+            "source": "policy",
+            "value": {"a": [1, 2]},
+        },
     ]
     jsonl.write_text("\n".join(map(json.dumps, lines)) + "\n\n", encoding="utf-8")
     code = cli.main(["--url", database_url, "import", str(jsonl)])
@@ -535,15 +678,23 @@ def test_import_reports_bad_rows_by_file_line(
     prefix = uuid.uuid4().hex
     good = {"entity": f"{prefix}:e", "attribute": "a", "source": "s", "value": 1}
     path = tmp_path / "bad.jsonl"
-    path.write_text("\n".join([
-        json.dumps(good),                                   # 1 (batch 1)
-        json.dumps({**good, "value": 2}),                   # 2 (batch 1)
-        json.dumps({**good, "value": 3}),                   # 3 (batch 2)
-        "",                                                 # 4 blank
-        "{not json",                                        # 5
-        json.dumps({**good, "known_at": "2100-01-01T00:00:00+00:00"}),  # 6: BT003 (database)
-        json.dumps({**good, "valid_from": "yesterday"}),    # 7
-    ]) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(good),  # 1 (batch 1)
+                json.dumps({**good, "value": 2}),  # 2 (batch 1)
+                json.dumps({**good, "value": 3}),  # 3 (batch 2)
+                "",  # 4 blank
+                "{not json",  # 5
+                json.dumps(
+                    {**good, "known_at": "2100-01-01T00:00:00+00:00"}
+                ),  # 6: BT003 (database)
+                json.dumps({**good, "valid_from": "yesterday"}),  # 7
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
 
     code = cli.main(["--url", database_url, "import", str(path), "--batch-size", "2", "--quiet"])
     err = capsys.readouterr().err
@@ -554,18 +705,25 @@ def test_import_reports_bad_rows_by_file_line(
 
     # Problems seen before the database are reported first; once fixed, the database's.
     future = {**good, "known_at": "2100-01-01T00:00:00+00:00"}
-    path.write_text("\n".join(map(json.dumps, [good, future, {**good, "source": ""}])) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(map(json.dumps, [good, future, {**good, "source": ""}])) + "\n", encoding="utf-8"
+    )
     code = cli.main(["--url", database_url, "import", str(path), "--quiet"])
     err = capsys.readouterr().err
     assert code == 1 and "line 3: source" in err and "line 2" not in err
     path.write_text("\n".join(map(json.dumps, [good, future])) + "\n", encoding="utf-8")
     code = cli.main(["--url", database_url, "import", str(path), "--quiet"])
     err = capsys.readouterr().err
-    assert code == 1 and "line 2: knowledge time 2100-01-01" in err and "later than the present" in err
+    assert (
+        code == 1 and "line 2: knowledge time 2100-01-01" in err and "later than the present" in err
+    )
 
     csv_file = tmp_path / "bad.csv"
-    csv_file.write_text("entity,attribute,source,value\n"
-                        f"{prefix}:c,a,s,1\n{prefix}:c,a,s,not json\n{prefix}:c,a,s\n", encoding="utf-8")
+    csv_file.write_text(
+        "entity,attribute,source,value\n"
+        f"{prefix}:c,a,s,1\n{prefix}:c,a,s,not json\n{prefix}:c,a,s\n",
+        encoding="utf-8",
+    )
     code = cli.main(["--url", database_url, "import", str(csv_file), "--quiet"])
     err = capsys.readouterr().err
     assert code == 1 and "line 3:" in err and "not JSON" in err and "line 4:" in err
@@ -580,11 +738,15 @@ def test_import_reports_bad_rows_by_file_line(
 def test_rows_are_checked_like_record(store: Store, key: Key) -> None:
     """What record() refuses before the database, record_many refuses per row."""
     with pytest.raises(BatchError) as caught:
-        store.facts.record_many([{"key": key, "source": "s", "value": 1, "colour": "red"},
-                                 ("not", "a", "row"),  # type: ignore[list-item]
-                                 {"key": "k", "source": "s", "value": 1},
-                                 {"key": key, "source": "s", "value": "a\x00b"},
-                                 {"key": key, "source": "s", "value": 1, "recorded_by": "a\x00"}])
+        store.facts.record_many(
+            [
+                {"key": key, "source": "s", "value": 1, "colour": "red"},
+                ("not", "a", "row"),  # type: ignore[list-item]
+                {"key": "k", "source": "s", "value": 1},
+                {"key": key, "source": "s", "value": "a\x00b"},
+                {"key": key, "source": "s", "value": 1, "recorded_by": "a\x00"},
+            ]
+        )
     reasons = [reason for _, reason in caught.value.rows]
     assert "unknown field" in reasons[0] and "mapping" in reasons[1] and "Key" in reasons[2]
     assert "\\u0000" in reasons[3] and "NUL" in reasons[4]
@@ -612,4 +774,3 @@ def test_readme_examples(empty_database_url: str, monkeypatch: pytest.MonkeyPatc
     with psycopg.connect(empty_database_url) as conn:
         rows = conn.execute(sql_blocks[0]).fetchall()
     assert [(line, created) for line, _, created, _, _ in rows] == [(1, False), (2, False)]
-

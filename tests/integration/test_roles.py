@@ -23,9 +23,14 @@ def logins(database_url: str) -> Iterator[dict[str, str]]:
     names = {kind: f"bt_{kind}_{suffix}" for kind in ("reader", "writer", "auditor", "nobody")}
     with psycopg.connect(database_url, autocommit=True) as admin:
         for kind, name in names.items():
-            membership = sql.SQL("") if kind == "nobody" else sql.SQL(" IN ROLE {}").format(
-                sql.Identifier(f"bitemporal_{kind}"))
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN{}").format(sql.Identifier(name), membership))
+            membership = (
+                sql.SQL("")
+                if kind == "nobody"
+                else sql.SQL(" IN ROLE {}").format(sql.Identifier(f"bitemporal_{kind}"))
+            )
+            admin.execute(
+                sql.SQL("CREATE ROLE {} LOGIN{}").format(sql.Identifier(name), membership)
+            )
     yield names
     with psycopg.connect(database_url, autocommit=True) as admin:
         for name in names.values():
@@ -53,8 +58,10 @@ def seeded(store: Store, key: Key) -> Key:
 
 
 DIRECT_WRITES = [
-    ("INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
-     "VALUES (%(e)s, 'x', 's', '1', tstzrange(NULL, NULL), tstzrange(now(), NULL))"),
+    (
+        "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+        "VALUES (%(e)s, 'x', 's', '1', tstzrange(NULL, NULL), tstzrange(now(), NULL))"
+    ),
     "UPDATE bitemporal.fact_version SET value = '1' WHERE entity = %(e)s",
     "DELETE FROM bitemporal.fact_version WHERE entity = %(e)s",
     "TRUNCATE bitemporal.fact_version CASCADE",
@@ -76,7 +83,8 @@ def test_reader_reads_and_cannot_write(login: Any, seeded: Key) -> None:
     assert store.facts.resolve(seeded).value == 50
     assert len(store.facts.history(seeded)) == 1
     row = store.connection.execute(
-        "SELECT count(*) FROM bitemporal.facts_now WHERE entity = %s", (seeded.entity,)).fetchone()
+        "SELECT count(*) FROM bitemporal.facts_now WHERE entity = %s", (seeded.entity,)
+    ).fetchone()
     assert row == (1,)
     with pytest.raises(PermissionDeniedError):
         store.facts.record(seeded, 80, source="policy")
@@ -113,8 +121,17 @@ def test_write_functions_ignore_the_callers_search_path(login: Any, seeded: Key)
 
 def test_auditor_reads_everything_and_writes_nothing(login: Any, seeded: Key) -> None:
     conn = login("auditor")
-    for table in ("fact_version", "fact_key", "fact_request", "memory_log", "memory_item", "alembic_version"):
-        conn.execute(sql.SQL("SELECT count(*) FROM bitemporal.{}").format(sql.Identifier(table))).fetchone()
+    for table in (
+        "fact_version",
+        "fact_key",
+        "fact_request",
+        "memory_log",
+        "memory_item",
+        "alembic_version",
+    ):
+        conn.execute(
+            sql.SQL("SELECT count(*) FROM bitemporal.{}").format(sql.Identifier(table))
+        ).fetchone()
     with pytest.raises(PermissionDeniedError):
         Store(conn).facts.record(seeded, 80, source="policy")
 
@@ -133,11 +150,19 @@ def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store)
     schema = f"app_{uuid.uuid4().hex[:10]}"
     admin = store.connection
     admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    admin.execute(sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema)))
-    admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (f"{schema}.price",))
+    admin.execute(
+        sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema))
+    )
+    admin.execute(
+        "SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (f"{schema}.price",)
+    )
     admin.execute(sql.SQL("SELECT {}.price_record('A', 1)").format(sql.Identifier(schema)))
-    admin.execute(sql.SQL("GRANT USAGE ON SCHEMA {0} TO bitemporal_reader; "
-                          "GRANT SELECT ON ALL TABLES IN SCHEMA {0} TO bitemporal_reader").format(sql.Identifier(schema)))
+    admin.execute(
+        sql.SQL(
+            "GRANT USAGE ON SCHEMA {0} TO bitemporal_reader; "
+            "GRANT SELECT ON ALL TABLES IN SCHEMA {0} TO bitemporal_reader"
+        ).format(sql.Identifier(schema))
+    )
     try:
         reader = login("reader")
         e, a = seeded.entity, seeded.attribute
@@ -147,12 +172,24 @@ def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store)
             ("SELECT count(*) FROM bitemporal.history(%s, %s)", (e, a), 1),
             ("SELECT count(*) FROM bitemporal.changes(NULL, NULL, %s, %s)", (e, a), 1),
             ("SELECT bitemporal.explain(%s, %s) ->> 'status'", (e, a), "supported"),
-            ("SELECT bitemporal.explain_sentence(bitemporal.explain(%s, %s)) IS NOT NULL", (e, a), True),
+            (
+                "SELECT bitemporal.explain_sentence(bitemporal.explain(%s, %s)) IS NOT NULL",
+                (e, a),
+                True,
+            ),
             ("SELECT count(*) FROM bitemporal.retrospective_diff(%s, %s, NULL, now())", (e, a), 1),
             ("SELECT count(*) >= 0 FROM bitemporal.stale()", (), True),
             ("SELECT count(*) FROM bitemporal.dependents('{}', '{}')", (), 0),
-            ("SELECT count(*) FROM bitemporal.search_evidence('limit', NULL, NULL, 5, 'english', %s, %s)", (e, a), 0),
-            ("SELECT count(*) FROM bitemporal.rank_versions('{}', '{}', NULL, NULL, 5, %s, %s)", (e, a), 0),
+            (
+                "SELECT count(*) FROM bitemporal.search_evidence('limit', NULL, NULL, 5, 'english', %s, %s)",
+                (e, a),
+                0,
+            ),
+            (
+                "SELECT count(*) FROM bitemporal.rank_versions('{}', '{}', NULL, NULL, 5, %s, %s)",
+                (e, a),
+                0,
+            ),
             ("SELECT bitemporal.memory_turn(%s)", (namespace,), 1),
             ("SELECT count(*) FROM bitemporal.memory_items(%s)", (namespace,), 1),
             ("SELECT bitemporal.memory_is_present(%s, 'a')", (namespace,), True),
@@ -162,12 +199,20 @@ def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store)
             (f"SELECT count(*) FROM {schema}.price_as_of()", (), 1),
             (f"SELECT count(*) FROM {schema}.price_history('A')", (), 1),
             (f"SELECT count(*) FROM {schema}.price_changes()", (), 1),
-            ("SELECT count(*) FROM bitemporal.table_changes(%s::regclass)", (f"{schema}.price",), 1),
+            (
+                "SELECT count(*) FROM bitemporal.table_changes(%s::regclass)",
+                (f"{schema}.price",),
+                1,
+            ),
         ]
         for query, params, expected in queries:
             assert reader.execute(query, params).fetchone() == (expected,), query
-        with pytest.raises(psycopg.Error, match=r'unknown key \(sku="B"\) in app_\w+\.price') as caught:
-            reader.execute(sql.SQL("SELECT * FROM {}.price_history('B')").format(sql.Identifier(schema)))
+        with pytest.raises(
+            psycopg.Error, match=r'unknown key \(sku="B"\) in app_\w+\.price'
+        ) as caught:
+            reader.execute(
+                sql.SQL("SELECT * FROM {}.price_history('B')").format(sql.Identifier(schema))
+            )
         assert caught.value.sqlstate == "BT004"
         # The helpers themselves are out of the reader's reach.
         with pytest.raises(DENIED):
@@ -187,7 +232,9 @@ def test_only_a_tables_owner_makes_it_bitemporal(store: Store) -> None:
     table = f"{schema}.price"
     admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(owner)))
     admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    admin.execute(sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema)))
+    admin.execute(
+        sql.SQL("CREATE TABLE {}.price (sku text, amount numeric)").format(sql.Identifier(schema))
+    )
     alter_owner = sql.SQL("ALTER TABLE {}.price OWNER TO {}")
     try:
         admin.execute(alter_owner.format(sql.Identifier(schema), sql.Identifier(owner)))
@@ -195,14 +242,16 @@ def test_only_a_tables_owner_makes_it_bitemporal(store: Store) -> None:
             admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (table,))
         assert caught.value.sqlstate == "BT402"
         assert admin.execute(
-            "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'version_id'", (table,)
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'version_id'",
+            (table,),
         ).fetchone() == (0,)
         # Given to the caller first, it is made bitemporal; the write functions belong to its owner.
         admin.execute(alter_owner.format(sql.Identifier(schema), sql.SQL("CURRENT_USER")))
         admin.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (table,))
         assert admin.execute(
             "SELECT bool_and(p.proowner = c.relowner) FROM pg_proc p, pg_class c "
-            "WHERE p.pronamespace = %s::regnamespace AND c.oid = %s::regclass", (schema, table)
+            "WHERE p.pronamespace = %s::regnamespace AND c.oid = %s::regclass",
+            (schema, table),
         ).fetchone() == (True,)
         # Handed to another role afterwards, only that role may generate them again.
         admin.execute(alter_owner.format(sql.Identifier(schema), sql.Identifier(owner)))

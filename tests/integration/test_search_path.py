@@ -56,14 +56,22 @@ def attacked(empty_database_url: str, migrate_database: Callable[[str], None]) -
             conn.execute("GRANT CREATE, USAGE ON SCHEMA public TO PUBLIC")
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(attacker)))
             for name, args, result in PLANTED_FUNCTIONS:
-                conn.execute(sql.SQL(
-                    "CREATE FUNCTION public.{}({}) RETURNS {} LANGUAGE plpgsql AS $$ BEGIN "
-                    "RAISE EXCEPTION 'planted public.% ran as %', {}, current_user; END $$"
-                ).format(sql.Identifier(name), sql.SQL(args), sql.SQL(result), sql.Literal(name)))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE FUNCTION public.{}({}) RETURNS {} LANGUAGE plpgsql AS $$ BEGIN "
+                        "RAISE EXCEPTION 'planted public.% ran as %', {}, current_user; END $$"
+                    ).format(
+                        sql.Identifier(name), sql.SQL(args), sql.SQL(result), sql.Literal(name)
+                    )
+                )
             for operator, left, right, function in PLANTED_OPERATORS:
-                conn.execute(sql.SQL(
-                    "CREATE OPERATOR public.{} (LEFTARG = {}, RIGHTARG = {}, FUNCTION = public.{})"
-                ).format(sql.SQL(operator), sql.SQL(left), sql.SQL(right), sql.Identifier(function)))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE OPERATOR public.{} (LEFTARG = {}, RIGHTARG = {}, FUNCTION = public.{})"
+                    ).format(
+                        sql.SQL(operator), sql.SQL(left), sql.SQL(right), sql.Identifier(function)
+                    )
+                )
             conn.execute("RESET ROLE")
             # The superuser's session resolves to the planted objects: the attack is live.
             with pytest.raises(psycopg.errors.RaiseException, match="planted public.upper_inf"):
@@ -77,25 +85,40 @@ def attacked(empty_database_url: str, migrate_database: Callable[[str], None]) -
 
 def test_fact_store_functions_never_run_planted_objects(attacked: str) -> None:
     with psycopg.connect(attacked, autocommit=True) as conn:
+
         def run(statement: str) -> list[Any]:
             cursor = conn.execute(statement)
             return cursor.fetchall() if cursor.description else []
 
-        run("SELECT bitemporal.record('e', 'a', 's', '80', '2026-01-01Z', '2026-03-01Z', '2026-01-01Z')")
+        run(
+            "SELECT bitemporal.record('e', 'a', 's', '80', '2026-01-01Z', '2026-03-01Z', '2026-01-01Z')"
+        )
         run("SELECT bitemporal.record('e', 'a', 's', '90', '2026-02-01Z', NULL, '2026-02-01Z')")
         run("SELECT bitemporal.retract('e', 'a', 's', '2026-05-01Z', '2026-06-01Z', '2026-02-02Z')")
-        assert [r[0] for r in run("SELECT value FROM bitemporal.as_of('e', 'a', '2026-01-15Z')")] == [80]
-        assert len(run("SELECT * FROM bitemporal.as_of('e', 'a', '2026-01-15Z', '2026-01-15Z')")) == 1
-        assert run("SELECT status FROM bitemporal.resolve('e', 'a', '2026-02-15Z')") == [("supported",)]
+        assert [
+            r[0] for r in run("SELECT value FROM bitemporal.as_of('e', 'a', '2026-01-15Z')")
+        ] == [80]
+        assert (
+            len(run("SELECT * FROM bitemporal.as_of('e', 'a', '2026-01-15Z', '2026-01-15Z')")) == 1
+        )
+        assert run("SELECT status FROM bitemporal.resolve('e', 'a', '2026-02-15Z')") == [
+            ("supported",)
+        ]
         assert len(run("SELECT * FROM bitemporal.history('e', 'a')")) >= 3
         assert len(run("SELECT * FROM bitemporal.changes(NULL, NULL, 'e', 'a')")) >= 1
-        assert run("SELECT bitemporal.explain('e', 'a', '2026-02-15Z')")[0][0]["status"] == "supported"
-        run("SELECT bitemporal.explain_sentence(bitemporal.explain('e', 'a', '2026-02-15Z', '2026-01-15Z'))")
+        assert (
+            run("SELECT bitemporal.explain('e', 'a', '2026-02-15Z')")[0][0]["status"] == "supported"
+        )
+        run(
+            "SELECT bitemporal.explain_sentence(bitemporal.explain('e', 'a', '2026-02-15Z', '2026-01-15Z'))"
+        )
         run("SELECT * FROM bitemporal.retrospective_diff('e', 'a', '2026-02-15Z', '2026-01-15Z')")
         run("SELECT * FROM bitemporal.facts_now")
         run("SELECT * FROM bitemporal.conflicts_now")
-        run("SELECT bitemporal.record_many(ARRAY[ROW('e2', 'a', 's', '1', NULL, NULL, NULL, NULL)]"
-            "::bitemporal.batch_row[])")
+        run(
+            "SELECT bitemporal.record_many(ARRAY[ROW('e2', 'a', 's', '1', NULL, NULL, NULL, NULL)]"
+            "::bitemporal.batch_row[])"
+        )
         # The append-only trigger refuses with its own error, not a planted one.
         with pytest.raises(psycopg.Error) as caught:
             run("UPDATE bitemporal.fact_version SET valid_period = valid_period WHERE entity = 'e'")
@@ -104,6 +127,7 @@ def test_fact_store_functions_never_run_planted_objects(attacked: str) -> None:
 
 def test_tables_made_bitemporal_never_bind_to_planted_objects(attacked: str) -> None:
     with psycopg.connect(attacked, autocommit=True) as conn:
+
         def run(statement: str) -> list[Any]:
             cursor = conn.execute(statement)
             return cursor.fetchall() if cursor.description else []

@@ -21,12 +21,17 @@ def sql_api_section() -> str:
 
 def test_bitemporal_shows_only_the_documented_api(database_url: str) -> None:
     with psycopg.connect(database_url) as conn:
-        functions = {r[0] for r in conn.execute(
-            "SELECT p.proname FROM pg_proc p WHERE p.pronamespace = 'bitemporal'::regnamespace")}
+        functions = {
+            r[0]
+            for r in conn.execute(
+                "SELECT p.proname FROM pg_proc p WHERE p.pronamespace = 'bitemporal'::regnamespace"
+            )
+        }
     assert len(functions) <= MAX_FUNCTIONS
     documented = set(re.findall(r"`bitemporal\.(\w+)\(", sql_api_section()))
     assert functions == documented, (
-        f"undocumented: {sorted(functions - documented)}; documented but absent: {sorted(documented - functions)}")
+        f"undocumented: {sorted(functions - documented)}; documented but absent: {sorted(documented - functions)}"
+    )
 
 
 def test_only_the_owner_may_use_the_internal_schema(database_url: str) -> None:

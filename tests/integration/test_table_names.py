@@ -32,21 +32,33 @@ def schema(connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[str]:
     conn = connect()
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
     for table in ["p", *NAMES]:
-        conn.execute(sql.SQL("CREATE TABLE {} (k text, {} text)").format(
-            sql.Identifier(name, table), sql.Identifier(VALUE)))
-        conn.execute(sql.SQL("SELECT bitemporal.enable_table({}::regclass, ARRAY['k'])").format(
-            sql.Literal(sql.Identifier(name, table).as_string(conn))))
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (k text, {} text)").format(
+                sql.Identifier(name, table), sql.Identifier(VALUE)
+            )
+        )
+        conn.execute(
+            sql.SQL("SELECT bitemporal.enable_table({}::regclass, ARRAY['k'])").format(
+                sql.Literal(sql.Identifier(name, table).as_string(conn))
+            )
+        )
     yield name
     for table in ["p", *NAMES]:
-        conn.execute(sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(
-            sql.Literal(sql.Identifier(name, table).as_string(conn))))
+        conn.execute(
+            sql.SQL("SELECT bitemporal.drop_table({}::regclass)").format(
+                sql.Literal(sql.Identifier(name, table).as_string(conn))
+            )
+        )
     conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
 
 
 def counts(conn: psycopg.Connection[Any], schema: str) -> dict[str, int]:
-    return {table: conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, table))
-                                ).fetchone()[0]  # type: ignore[index]
-            for table in ["p", *NAMES]}
+    return {
+        table: conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, table))
+        ).fetchone()[0]  # type: ignore[index]
+        for table in ["p", *NAMES]
+    }
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -55,20 +67,28 @@ def test_store_tables_write_and_read_the_table_named(store: Store, schema: str, 
     before = counts(store.connection, schema)
     first = store.app_tables.record(table, {"k": "a", VALUE: "one"}, valid_from=JAN)
     assert first.created
-    assert store.app_tables.record(table, {"k": "a", VALUE: "two"}, valid_from=MAR).superseded == (first.version_id,)
+    assert store.app_tables.record(table, {"k": "a", VALUE: "two"}, valid_from=MAR).superseded == (
+        first.version_id,
+    )
     assert store.app_tables.retract(table, {"k": "a"}, valid_from=datetime(2026, 6, 1, tzinfo=UTC))
-    assert [v.row[VALUE] for v in store.app_tables.as_of(table, {"k": "a"}, valid_at=JAN)] == ["one"]
+    assert [v.row[VALUE] for v in store.app_tables.as_of(table, {"k": "a"}, valid_at=JAN)] == [
+        "one"
+    ]
     assert [v.row[VALUE] for v in store.app_tables.as_of(table, valid_at=MAR)] == ["two"]
     assert len(store.app_tables.history(table, {"k": "a"})) >= 4
     assert store.app_tables.changes(table)
     after = counts(store.connection, schema)
     # Only the table named grew: nothing landed in a table with a similar name.
-    assert {t: after[t] - before[t] for t in after if after[t] != before[t]} == {name: after[name] - before[name]}
+    assert {t: after[t] - before[t] for t in after if after[t] != before[t]} == {
+        name: after[name] - before[name]
+    }
     assert after[name] > before[name]
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_orm_helpers_write_and_read_the_table_named(database_url: str, schema: str, name: str) -> None:
+def test_orm_helpers_write_and_read_the_table_named(
+    database_url: str, schema: str, name: str
+) -> None:
     class Base(DeclarativeBase):
         pass
 
@@ -88,7 +108,9 @@ def test_orm_helpers_write_and_read_the_table_named(database_url: str, schema: s
             session.commit()
             rows = session.scalars(orm.as_of(Row, valid_at=MAR).order_by(Row.k)).all()
             assert [(r.k, r.value) for r in rows] == [("a", "one")]
-            assert [r.version_id for r in session.scalars(orm.history(Row, k="a"))] == [recorded.version_id]
+            assert [r.version_id for r in session.scalars(orm.history(Row, k="a"))] == [
+                recorded.version_id
+            ]
             with psycopg.connect(database_url) as conn:
                 grown = {t: n for t, n in counts(conn, schema).items() if n}
             assert set(grown) == {name}  # every write landed in the table named

@@ -40,40 +40,74 @@ LAST_DAY = datetime(9999, 12, 31, 19, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def world(store: Store, connect: Callable[..., psycopg.Connection[Any]]) -> Iterator[dict[str, Any]]:
+def world(
+    store: Store, connect: Callable[..., psycopg.Connection[Any]]
+) -> Iterator[dict[str, Any]]:
     """Facts, evidence, an artifact, an application table and a memory namespace whose
     periods cross the fall-back and reach the last days of year 9999."""
     key = Key(f"tz:{uuid.uuid4().hex}", "limit")
     far = Key(key.entity, "far")
-    store.facts.record(key, 50, source="policy", valid_from=BEFORE_FALL_BACK,
-                       known_at=BEFORE_FALL_BACK)
+    store.facts.record(
+        key, 50, source="policy", valid_from=BEFORE_FALL_BACK, known_at=BEFORE_FALL_BACK
+    )
     first = store.facts.history(key)[0]
     store.evidence.add(first.version_id, "the attachment limit is fifty megabytes")
-    artifact = store.provenance.record("chunk", f"tz-{key.entity}", versions=[first.version_id],
-                                       derived_at=BETWEEN)
-    store.facts.record(key, 80, source="policy", valid_from=BEFORE_FALL_BACK,
-                       valid_to=AFTER_FALL_BACK, known_at=AFTER_FALL_BACK)
-    store.facts.record(far, 1, source="policy", valid_from=BEFORE_FALL_BACK, valid_to=FAR_END,
-                       known_at=BEFORE_FALL_BACK)
-    store.facts.record(far, 2, source="policy", valid_from=FAR_END, valid_to=LAST_DAY,
-                       known_at=BETWEEN)
+    artifact = store.provenance.record(
+        "chunk", f"tz-{key.entity}", versions=[first.version_id], derived_at=BETWEEN
+    )
+    store.facts.record(
+        key,
+        80,
+        source="policy",
+        valid_from=BEFORE_FALL_BACK,
+        valid_to=AFTER_FALL_BACK,
+        known_at=AFTER_FALL_BACK,
+    )
+    store.facts.record(
+        far,
+        1,
+        source="policy",
+        valid_from=BEFORE_FALL_BACK,
+        valid_to=FAR_END,
+        known_at=BEFORE_FALL_BACK,
+    )
+    store.facts.record(
+        far, 2, source="policy", valid_from=FAR_END, valid_to=LAST_DAY, known_at=BETWEEN
+    )
 
     schema = f"tz_{uuid.uuid4().hex[:10]}"
     conn = connect()
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    conn.execute(sql.SQL("CREATE TABLE {} (sku text, seen timestamptz NOT NULL)").format(
-        sql.Identifier(schema, "item")))
+    conn.execute(
+        sql.SQL("CREATE TABLE {} (sku text, seen timestamptz NOT NULL)").format(
+            sql.Identifier(schema, "item")
+        )
+    )
     conn.execute("SELECT bitemporal.enable_table(%s::regclass, ARRAY['sku'])", (f"{schema}.item",))
     table = f"{schema}.item"
-    store.app_tables.record(table, {"sku": "A", "seen": BEFORE_FALL_BACK}, valid_from=BEFORE_FALL_BACK,
-                        known_at=BEFORE_FALL_BACK)
-    store.app_tables.record(table, {"sku": "A", "seen": LAST_DAY}, valid_from=BETWEEN,
-                        valid_to=FAR_END, known_at=AFTER_FALL_BACK)
+    store.app_tables.record(
+        table,
+        {"sku": "A", "seen": BEFORE_FALL_BACK},
+        valid_from=BEFORE_FALL_BACK,
+        known_at=BEFORE_FALL_BACK,
+    )
+    store.app_tables.record(
+        table,
+        {"sku": "A", "seen": LAST_DAY},
+        valid_from=BETWEEN,
+        valid_to=FAR_END,
+        known_at=AFTER_FALL_BACK,
+    )
     namespace = f"tz-{key.entity}"
     memory = store.memory(namespace)
     memory.register("item", key=key)
-    yield {"key": key, "far": far, "table": table, "namespace": namespace,
-           "artifact": artifact.artifact_id}
+    yield {
+        "key": key,
+        "far": far,
+        "table": table,
+        "namespace": namespace,
+        "artifact": artifact.artifact_id,
+    }
     conn.execute("SELECT bitemporal.drop_table(%s::regclass)", (table,))
     conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
@@ -85,10 +119,10 @@ def answers(store: Store, world: dict[str, Any]) -> dict[str, Any]:
     return {
         "as_of": facts.as_of(key, valid_at=BETWEEN, known_at=BETWEEN),
         "as_of_now": facts.as_of(key, valid_at=BETWEEN),
-        "resolve_then": facts.resolve(key, valid_at=BETWEEN, known_at=BETWEEN,
-                                      now=AFTER_FALL_BACK),
-        "resolve_now": facts.resolve(key, valid_at=BETWEEN, known_at=AFTER_FALL_BACK,
-                                     now=AFTER_FALL_BACK),
+        "resolve_then": facts.resolve(key, valid_at=BETWEEN, known_at=BETWEEN, now=AFTER_FALL_BACK),
+        "resolve_now": facts.resolve(
+            key, valid_at=BETWEEN, known_at=AFTER_FALL_BACK, now=AFTER_FALL_BACK
+        ),
         "explain": facts.explain(key, valid_at=BETWEEN, known_at=BETWEEN, now=AFTER_FALL_BACK),
         "history": facts.history(key),
         "far_history": facts.history(far),

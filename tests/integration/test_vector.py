@@ -61,8 +61,13 @@ def rule(vstore: Store, key: Key) -> dict[str, int]:
         ("future", 100, date(2026, 10, 1), at("2026-09-20"), 0.99),
     ):
         ids[name] = vstore.evidence.record(
-            key, value, source="policy", valid_from=start, known_at=known,
-            passage=f"The attachment limit is {value} MB.", embedding=unit(similarity),
+            key,
+            value,
+            source="policy",
+            valid_from=start,
+            known_at=known,
+            passage=f"The attachment limit is {value} MB.",
+            embedding=unit(similarity),
         ).recorded.version_id
     return ids
 
@@ -76,7 +81,9 @@ def test_enable_is_idempotent_and_keeps_its_dimensions(vstore: Store) -> None:
 
 
 def test_nearest_filters_before_it_ranks(vstore: Store, key: Key, rule: dict[str, int]) -> None:
-    everything = vstore.evidence.nearest(QUERY, valid_at=at("2026-09-15"), known_at=at("2026-09-29"), limit=None)
+    everything = vstore.evidence.nearest(
+        QUERY, valid_at=at("2026-09-15"), known_at=at("2026-09-29"), limit=None
+    )
     # Eligible at that date: only the current rule (its remainder, carrying its passage).
     assert [h.value for h in everything if h.version.key == key] == [80]
     [hit] = vstore.evidence.nearest(QUERY, **QUESTION, key=key, limit=1)
@@ -84,8 +91,9 @@ def test_nearest_filters_before_it_ranks(vstore: Store, key: Key, rule: dict[str
     assert hit.score == pytest.approx(0.93, abs=1e-6)
 
 
-def test_nearest_then_filter_returns_missing(vstore: Store, vector_url: str, key: Key,
-                                             rule: dict[str, int]) -> None:
+def test_nearest_then_filter_returns_missing(
+    vstore: Store, vector_url: str, key: Key, rule: dict[str, int]
+) -> None:
     with psycopg.connect(vector_url) as conn:
         [(nearest, value)] = conn.execute(
             "SELECT v.version_id, v.value FROM bitemporal.evidence_embedding x "
@@ -101,26 +109,47 @@ def test_nearest_then_filter_returns_missing(vstore: Store, vector_url: str, key
 def test_an_approximate_index_cannot_make_it_miss(vstore: Store, vector_url: str, key: Key) -> None:
     """With an HNSW index, 'ORDER BY distance LIMIT k' then a filter can return nothing;
     bitemporal.nearest_evidence computes the similarity for every eligible passage."""
-    vstore.evidence.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03"),
-                           passage="The attachment limit is 80 MB.", embedding=unit(0.5))
+    vstore.evidence.record(
+        key,
+        80,
+        source="policy",
+        valid_from=date(2026, 9, 1),
+        known_at=at("2026-09-03"),
+        passage="The attachment limit is 80 MB.",
+        embedding=unit(0.5),
+    )
     for i in range(40):  # announcements much nearer to the query, not valid yet
-        vstore.evidence.record(key, 100 + i, source=f"announcer-{i}", valid_from=date(2027, 1, 1),
-                               known_at=at("2026-09-04") + timedelta(minutes=i),
-                               passage=f"Announcement {i}.", embedding=unit(0.999 - i / 10000))
+        vstore.evidence.record(
+            key,
+            100 + i,
+            source=f"announcer-{i}",
+            valid_from=date(2027, 1, 1),
+            known_at=at("2026-09-04") + timedelta(minutes=i),
+            passage=f"Announcement {i}.",
+            embedding=unit(0.999 - i / 10000),
+        )
     with psycopg.connect(vector_url, autocommit=True) as conn:
-        conn.execute("CREATE INDEX IF NOT EXISTS test_embedding_hnsw ON bitemporal.evidence_embedding "
-                     "USING hnsw (embedding vector_cosine_ops)")
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS test_embedding_hnsw ON bitemporal.evidence_embedding "
+            "USING hnsw (embedding vector_cosine_ops)"
+        )
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET hnsw.ef_search = 10")
         conn.execute("SET hnsw.iterative_scan = off")
-        eligible = [r[0] for r in conn.execute(
-            "SELECT e.evidence_id FROM bitemporal_internal.eligible(%s, %s, %s, %s) v "
-            "JOIN bitemporal.evidence e ON e.version_id IN (v.version_id, v.carried_from)",
-            (QUESTION["valid_at"], QUESTION["known_at"], key.entity, key.attribute))]
+        eligible = [
+            r[0]
+            for r in conn.execute(
+                "SELECT e.evidence_id FROM bitemporal_internal.eligible(%s, %s, %s, %s) v "
+                "JOIN bitemporal.evidence e ON e.version_id IN (v.version_id, v.carried_from)",
+                (QUESTION["valid_at"], QUESTION["known_at"], key.entity, key.attribute),
+            )
+        ]
         assert len(eligible) == 1
         # "+ 0": a filter the primary key cannot answer, as a filter on periods could not.
-        naive = ("SELECT x.evidence_id FROM bitemporal.evidence_embedding x WHERE x.evidence_id + 0 = ANY (%s) "
-                 "ORDER BY x.embedding <=> %s::real[]::vector LIMIT 1")
+        naive = (
+            "SELECT x.evidence_id FROM bitemporal.evidence_embedding x WHERE x.evidence_id + 0 = ANY (%s) "
+            "ORDER BY x.embedding <=> %s::real[]::vector LIMIT 1"
+        )
         args = (eligible, QUERY)
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + naive, args))
         assert "test_embedding_hnsw" in plan, plan
@@ -131,9 +160,17 @@ def test_an_approximate_index_cannot_make_it_miss(vstore: Store, vector_url: str
 
 
 def test_ties_are_broken_by_version_id(vstore: Store, key: Key) -> None:
-    ids = [vstore.evidence.record(key, 80, source=f"copy-{i}", known_at=at("2026-01-01") + timedelta(minutes=i),
-                                  passage="limit", embedding=[0.0, 2.0]).recorded.version_id
-           for i in range(3)]
+    ids = [
+        vstore.evidence.record(
+            key,
+            80,
+            source=f"copy-{i}",
+            known_at=at("2026-01-01") + timedelta(minutes=i),
+            passage="limit",
+            embedding=[0.0, 2.0],
+        ).recorded.version_id
+        for i in range(3)
+    ]
     hits = vstore.evidence.nearest([0.0, 1.0], key=key)
     assert [h.version.version_id for h in hits] == ids
     assert all(h.score == pytest.approx(1.0) for h in hits)
@@ -159,7 +196,9 @@ def test_downgrade_drops_the_embeddings_table(make_database: Any) -> None:
         store.evidence.add(version, "The limit is 80 MB.", embedding=[1, 2, 3])
     migrations.downgrade(url, "0002", force=True)  # the evidence goes with its tables
     with psycopg.connect(url) as conn:
-        assert conn.execute("SELECT to_regclass('bitemporal.evidence_embedding')").fetchone() == (None,)
+        assert conn.execute("SELECT to_regclass('bitemporal.evidence_embedding')").fetchone() == (
+            None,
+        )
     bitemporal.migrate(url)
     with psycopg.connect(url, autocommit=True) as conn:
         assert Store(conn).evidence.vector_dimensions() is None

@@ -23,10 +23,16 @@ def at(day: str, hour: int = 12) -> datetime:
 def example(store: Store, key: Key) -> Key:
     facts = store.facts
     facts.record(key, 50, source="policy", valid_from=date(2026, 1, 1), known_at=at("2025-12-15"))
-    facts.record(key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9))
+    facts.record(
+        key, 80, source="policy", valid_from=date(2026, 9, 1), known_at=at("2026-09-03", 9)
+    )
     facts.record(key, 100, source="policy", valid_from=date(2026, 10, 1), known_at=at("2026-09-20"))
     facts.record(
-        key, 90, source="forum", valid_from=date(2026, 9, 1), valid_to=date(2026, 10, 1),
+        key,
+        90,
+        source="forum",
+        valid_from=date(2026, 9, 1),
+        valid_to=date(2026, 10, 1),
         known_at=at("2026-09-30"),
     )
     return key
@@ -38,20 +44,69 @@ def example(store: Store, key: Key) -> Key:
         # Asked on 2026-09-29: 80 MB, in force.
         (None, None, at("2026-09-29"), Status.SUPPORTED, (80,), Interpretation.CURRENT),
         # 100 MB is announced, not in force.
-        (at("2026-10-15"), None, at("2026-09-29"), Status.SUPPORTED, (100,), Interpretation.ANNOUNCED_FUTURE),
+        (
+            at("2026-10-15"),
+            None,
+            at("2026-09-29"),
+            Status.SUPPORTED,
+            (100,),
+            Interpretation.ANNOUNCED_FUTURE,
+        ),
         # On 2026-09-02 the store would have said 50 MB...
-        (at("2026-09-02"), at("2026-09-02"), at("2026-09-29"), Status.SUPPORTED, (50,), Interpretation.KNOWN_THEN),
+        (
+            at("2026-09-02"),
+            at("2026-09-02"),
+            at("2026-09-29"),
+            Status.SUPPORTED,
+            (50,),
+            Interpretation.KNOWN_THEN,
+        ),
         # ...while now we know 80 MB applied that day.
-        (at("2026-09-02"), None, at("2026-09-29"), Status.SUPPORTED, (80,), Interpretation.RETROSPECTIVE),
+        (
+            at("2026-09-02"),
+            None,
+            at("2026-09-29"),
+            Status.SUPPORTED,
+            (80,),
+            Interpretation.RETROSPECTIVE,
+        ),
         # June: 50 MB, and that is what the store said in June too.
-        (at("2026-06-15"), None, at("2026-09-29"), Status.SUPPORTED, (50,), Interpretation.HISTORICAL),
+        (
+            at("2026-06-15"),
+            None,
+            at("2026-09-29"),
+            Status.SUPPORTED,
+            (50,),
+            Interpretation.HISTORICAL,
+        ),
         # Before the rule existed: missing, not zero.
         (at("2025-06-01"), None, at("2026-09-29"), Status.MISSING, (), Interpretation.MISSING),
         # The second source disagrees for September: a conflict, not an average.
-        (at("2026-09-15"), None, at("2026-10-05"), Status.CONFLICT, (80, 90), Interpretation.RETROSPECTIVE),
+        (
+            at("2026-09-15"),
+            None,
+            at("2026-10-05"),
+            Status.CONFLICT,
+            (80, 90),
+            Interpretation.RETROSPECTIVE,
+        ),
         # The 31 August / 1 September boundary as known on 3 September.
-        (at("2026-08-31", 23), at("2026-09-03", 12), at("2026-09-29"), Status.SUPPORTED, (50,), Interpretation.HISTORICAL),
-        (at("2026-09-01", 0), at("2026-09-03", 12), at("2026-09-29"), Status.SUPPORTED, (80,), Interpretation.RETROSPECTIVE),
+        (
+            at("2026-08-31", 23),
+            at("2026-09-03", 12),
+            at("2026-09-29"),
+            Status.SUPPORTED,
+            (50,),
+            Interpretation.HISTORICAL,
+        ),
+        (
+            at("2026-09-01", 0),
+            at("2026-09-03", 12),
+            at("2026-09-29"),
+            Status.SUPPORTED,
+            (80,),
+            Interpretation.RETROSPECTIVE,
+        ),
     ],
 )
 def test_question(

@@ -12,7 +12,7 @@ from alembic.config import Config
 from bitemporal import migrations
 from bitemporal.database import sqlalchemy_url
 
-APP_ENV = '''
+APP_ENV = """
 from alembic import context
 from sqlalchemy import create_engine, pool
 
@@ -34,7 +34,7 @@ def run_migrations_online():
 
 
 run_migrations_online()
-'''
+"""
 
 APP_MIGRATION = '''
 """the application's first table"""
@@ -67,7 +67,9 @@ def versions(url: str) -> dict[str, list[str]]:
     with psycopg.connect(url) as conn:
         return {
             "app": [r[0] for r in conn.execute("SELECT version_num FROM public.alembic_version")],
-            "bitemporal": [r[0] for r in conn.execute("SELECT version_num FROM bitemporal.alembic_version")],
+            "bitemporal": [
+                r[0] for r in conn.execute("SELECT version_num FROM bitemporal.alembic_version")
+            ],
         }
 
 

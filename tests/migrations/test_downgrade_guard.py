@@ -43,8 +43,9 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_a_downgrade_needs_an_explicit_target(empty_database_url: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_downgrade_needs_an_explicit_target(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = empty_database_url
     seed(url)
     with pytest.raises(SystemExit) as exit_:
@@ -77,8 +78,9 @@ def test_a_downgrade_that_would_drop_history_is_refused(empty_database_url: str)
     assert migrations.current(url) is None
 
 
-def test_the_cli_refuses_and_says_how_to_proceed(empty_database_url: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_refuses_and_says_how_to_proceed(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = empty_database_url
     seed(url)
     code, _, err = run(capsys, "--url", url, "db", "downgrade", "base")
@@ -91,8 +93,9 @@ def test_the_cli_refuses_and_says_how_to_proceed(empty_database_url: str,
     assert migrations.current(url) is None
 
 
-def test_empty_tables_go_without_force(empty_database_url: str,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_tables_go_without_force(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = empty_database_url
     bitemporal.migrate(url)
     assert run(capsys, "--url", url, "db", "downgrade", "0001")[0] == 0
@@ -110,7 +113,9 @@ def test_application_tables_are_never_dropped(empty_database_url: str) -> None:
         Store(conn).app_tables.record("public.plan", {"code": "basic", "price": 5})
     # Forced or not: they belong to the application's migrations, which drop them first.
     for force in (False, True):
-        with pytest.raises(TableDefinitionError, match="application tables still exist: public.plan"):
+        with pytest.raises(
+            TableDefinitionError, match="application tables still exist: public.plan"
+        ):
             bitemporal.downgrade(url, "0005", force=force)
     assert migrations.current(url) == migrations.head()
 

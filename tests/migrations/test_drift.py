@@ -36,7 +36,9 @@ def test_metadata_matches_the_migrated_database(database_url: str) -> None:
                 opts={"include_schemas": True, "include_name": include_name, "compare_type": True},
             )
             differences = compare_metadata(context, metadata)
-            partitioned = connection.exec_driver_sql("SELECT bitemporal.version_partitions()").scalar()
+            partitioned = connection.exec_driver_sql(
+                "SELECT bitemporal.version_partitions()"
+            ).scalar()
     finally:
         engine.dispose()
     # Comments are kept in the SQL files only.
@@ -49,4 +51,6 @@ def test_metadata_matches_the_migrated_database(database_url: str) -> None:
 
 def _is_comment(difference: Any) -> bool:
     changes = difference if isinstance(difference, list) else [difference]
-    return all(c[0] in ("modify_comment", "add_table_comment", "remove_table_comment") for c in changes)
+    return all(
+        c[0] in ("modify_comment", "add_table_comment", "remove_table_comment") for c in changes
+    )

@@ -81,7 +81,9 @@ def test_up_down_up_step_by_step(empty_database_url: str) -> None:
         migrations.downgrade(url, target)
         assert migrations.current(url) == (None if target == "base" else target)
         if target != "base":
-            assert catalog(url) == schema_at[target], f"downgrade to {target} left a different schema"
+            assert catalog(url) == schema_at[target], (
+                f"downgrade to {target} left a different schema"
+            )
     leftovers = catalog(url)
     assert [r[0] for r in leftovers["relations"]] == ["alembic_version", "alembic_version_pkc"]
     assert leftovers["functions"] == [] and leftovers["types"][1:] == []
@@ -150,6 +152,8 @@ def test_sql_files_are_frozen_and_each_loaded_once() -> None:
         family, version = m["family"], int(m["version"])
         if family in latest:
             other_version, other_revision = latest[family]
-            newer_first = (version > other_version) == (order.index(revision) > order.index(other_revision))
+            newer_first = (version > other_version) == (
+                order.index(revision) > order.index(other_revision)
+            )
             assert newer_first, f"{family}: a newer file must be loaded by a later migration"
         latest[family] = max(latest.get(family, (0, "")), (version, revision))

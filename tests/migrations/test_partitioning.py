@@ -281,6 +281,9 @@ def test_refuses_what_partitioning_cannot_keep(empty_database_url: str, blocker:
 def test_partition_counts_out_of_range_are_refused(partitioned: str) -> None:
     layout = scalar(partitioned, "SELECT bitemporal.version_partitions()")
     for n in (-1, 1025):
-        with psycopg.connect(partitioned) as conn, pytest.raises(errors.InvalidParameterValue, match="between 0"):
+        with (
+            psycopg.connect(partitioned) as conn,
+            pytest.raises(errors.InvalidParameterValue, match="between 0"),
+        ):
             conn.execute("SELECT bitemporal.partition_versions(%s)", (n,))
     assert scalar(partitioned, "SELECT bitemporal.version_partitions()") == layout

@@ -23,7 +23,9 @@ def planted(request: pytest.FixtureRequest, empty_database_url: str) -> Iterator
     schema = sql.Identifier(request.param)
     with psycopg.connect(empty_database_url, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        admin.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, sql.Identifier(role)))
+        admin.execute(
+            sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, sql.Identifier(role))
+        )
     yield role
     with psycopg.connect(empty_database_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(schema))
@@ -35,7 +37,9 @@ def relations(url: str) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = ANY(%s)", [list(migrations.SCHEMAS)]).fetchone()
+            " WHERE n.nspname = ANY(%s)",
+            [list(migrations.SCHEMAS)],
+        ).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -49,14 +53,18 @@ def test_upgrade_refuses_a_schema_another_role_owns(
     assert refused.value.sqlstate == "BT501" and "SET ROLE" in str(refused.value)
     assert cli.main(["--url", url, "db", "upgrade"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("bitemporal: error: schema bitemporal") and f"owned by role {planted}" in err
+    assert (
+        err.startswith("bitemporal: error: schema bitemporal") and f"owned by role {planted}" in err
+    )
     assert relations(url) == 0 and migrations.current(url) is None
 
 
 def test_the_offline_script_refuses_it_too(planted: str, empty_database_url: str) -> None:
     script = migrations.sql_script()
-    with (psycopg.connect(empty_database_url, autocommit=True) as conn,
-          pytest.raises(psycopg.Error, match=f"owned by role {planted}") as refused):
+    with (
+        psycopg.connect(empty_database_url, autocommit=True) as conn,
+        pytest.raises(psycopg.Error, match=f"owned by role {planted}") as refused,
+    ):
         conn.execute(script.encode())
     assert refused.value.sqlstate == "BT501"
     assert relations(empty_database_url) == 0

@@ -19,18 +19,29 @@ def test_data_survives_the_upgrade_path(empty_database_url: str) -> None:
     migrations.migrate(url, "0001")
     with psycopg.connect(url, autocommit=True) as conn:
         # Written with the first revision's own SQL function, as a deployment of it would.
-        conn.execute("SELECT bitemporal.record('mailer:prod', 'attachment_limit_mb', 'policy', '50', "
-                     "'2026-01-01', NULL, '2025-12-15 12:00+00')")
-        conn.execute("SELECT bitemporal.record('mailer:prod', 'attachment_limit_mb', 'policy', '80', "
-                     "'2026-09-01', NULL, '2026-09-03 09:00+00')")
+        conn.execute(
+            "SELECT bitemporal.record('mailer:prod', 'attachment_limit_mb', 'policy', '50', "
+            "'2026-01-01', NULL, '2025-12-15 12:00+00')"
+        )
+        conn.execute(
+            "SELECT bitemporal.record('mailer:prod', 'attachment_limit_mb', 'policy', '80', "
+            "'2026-09-01', NULL, '2026-09-03 09:00+00')"
+        )
         before = conn.execute("SELECT * FROM bitemporal.versions ORDER BY version_id").fetchall()
     migrations.migrate(url)
     with psycopg.connect(url, autocommit=True) as conn:
-        assert conn.execute("SELECT * FROM bitemporal.versions ORDER BY version_id").fetchall() == before
+        assert (
+            conn.execute("SELECT * FROM bitemporal.versions ORDER BY version_id").fetchall()
+            == before
+        )
         store = Store(conn)
         assert store.facts.resolve(KEY, valid_at=date(2026, 9, 2)).value == 80
-        assert store.facts.resolve(KEY, valid_at=date(2026, 9, 2),
-                                   known_at=datetime(2026, 9, 2, tzinfo=UTC)).value == 50
+        assert (
+            store.facts.resolve(
+                KEY, valid_at=date(2026, 9, 2), known_at=datetime(2026, 9, 2, tzinfo=UTC)
+            ).value
+            == 50
+        )
         store.facts.record(KEY, 100, source="policy", valid_from=date(2026, 10, 1))
     # Down to the first revision and up again: the facts stay.
     migrations.downgrade(url, "0001")
@@ -86,7 +97,9 @@ def test_upgrading_from_0008_gives_the_schema_of_a_new_database(make_database: A
     assert catalog(upgraded) == catalog(fresh)
     with psycopg.connect(upgraded) as a, psycopg.connect(fresh) as b:
         assert a.execute(GENERATED).fetchall() == b.execute(GENERATED).fetchall()
-        assert a.execute("SELECT amount FROM app.price_as_of() WHERE sku = 'A'").fetchall() == [(1,)]
+        assert a.execute("SELECT amount FROM app.price_as_of() WHERE sku = 'A'").fetchall() == [
+            (1,)
+        ]
     # And back: 0008's schema and generated functions, exactly.
     migrations.downgrade(upgraded, "0008")
     reference = make_database()

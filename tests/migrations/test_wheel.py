@@ -22,7 +22,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
-        check=True, timeout=300,
+        check=True,
+        timeout=300,
     )
     [built] = out.glob("bitemporal-*.whl")
     return built
@@ -33,8 +34,19 @@ def installed(wheel: Path) -> Path:
     """The wheel installed (without dependencies) into a folder."""
     site = wheel.parent / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
-        check=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
     )
     return site
 
@@ -42,16 +54,25 @@ def installed(wheel: Path) -> Path:
 def run_installed(site: Path, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
-        [sys.executable, *args], cwd=site.parent, env=env, capture_output=True, text=True,
-        timeout=120, check=True,
+        [sys.executable, *args],
+        cwd=site.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     return result.stdout
 
 
 def test_wheel_ships_migrations_and_sql(installed: Path) -> None:
-    where = run_installed(installed, "-c", "import bitemporal.migrations as m; print(m.resource_dir('sql'))")
+    where = run_installed(
+        installed, "-c", "import bitemporal.migrations as m; print(m.resource_dir('sql'))"
+    )
     assert Path(where.strip()).is_relative_to(installed)
-    shipped = sorted(p.name for p in (installed / "bitemporal" / "_resources" / "sql").glob("*.sql"))
+    shipped = sorted(
+        p.name for p in (installed / "bitemporal" / "_resources" / "sql").glob("*.sql")
+    )
     assert shipped == sorted(p.name for p in (ROOT / "sql").glob("*.sql"))
     assert (installed / "bitemporal" / "_resources" / "sql" / "MANIFEST.sha256").read_bytes() == (
         ROOT / "sql" / "MANIFEST.sha256"

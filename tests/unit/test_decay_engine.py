@@ -237,7 +237,9 @@ def test_item_exactly_on_the_boundary_is_kept_then_evicted_by_the_next_step() ->
 
 @settings(max_examples=60)
 @given(threshold=st.floats(0.01, 0.99), stability=st.floats(0.1, 500.0))
-def test_in_memory_eviction_turn_matches_the_crossing_turn(threshold: float, stability: float) -> None:
+def test_in_memory_eviction_turn_matches_the_crossing_turn(
+    threshold: float, stability: float
+) -> None:
     memory = InMemoryMemory(DecayPolicy(threshold=threshold, baseline_stability=8.0))
     item = memory.register("x", stability=stability)
     assert item.crossing_turn is not None
@@ -251,11 +253,20 @@ def test_in_memory_eviction_turn_matches_the_crossing_turn(threshold: float, sta
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"threshold": 0.0}, {"threshold": 1.0}, {"threshold": -0.1}, {"threshold": 1.5},
-        {"threshold": math.nan}, {"threshold": math.inf}, {"threshold": True},
-        {"threshold": "0.2"}, {"baseline_stability": 0.0}, {"baseline_stability": -8.0},
-        {"baseline_stability": math.nan}, {"baseline_stability": math.inf},
-        {"baseline_stability": 1e301}, {"baseline_stability": 1e-301},
+        {"threshold": 0.0},
+        {"threshold": 1.0},
+        {"threshold": -0.1},
+        {"threshold": 1.5},
+        {"threshold": math.nan},
+        {"threshold": math.inf},
+        {"threshold": True},
+        {"threshold": "0.2"},
+        {"baseline_stability": 0.0},
+        {"baseline_stability": -8.0},
+        {"baseline_stability": math.nan},
+        {"baseline_stability": math.inf},
+        {"baseline_stability": 1e301},
+        {"baseline_stability": 1e-301},
     ],
 )
 def test_bad_decay_policy(kwargs: dict[str, object]) -> None:
@@ -297,7 +308,9 @@ def test_policies_normalise_numbers() -> None:
         (lambda m: m.stability("nope"), UnknownItemError),
     ],
 )
-def test_bad_input_raises_typed_errors_and_changes_nothing(call: object, error: type[Exception]) -> None:
+def test_bad_input_raises_typed_errors_and_changes_nothing(
+    call: object, error: type[Exception]
+) -> None:
     memory = InMemoryMemory(DecayPolicy())
     memory.register("kept")
     before = (memory.items(), memory.turn)

@@ -51,8 +51,9 @@ def import_graph() -> dict[str, set[str]]:
     paths = sorted(PACKAGE.rglob("*.py"))
     modules = {module_name(p) for p in paths}
     return {
-        module_name(p): imported(module_name(p), p.read_text(), modules,
-                                 is_package=p.name == "__init__.py")
+        module_name(p): imported(
+            module_name(p), p.read_text(), modules, is_package=p.name == "__init__.py"
+        )
         for p in paths
     }
 
@@ -67,7 +68,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for child in sorted(graph.get(node, ())):
             if state.get(child) == 1:
-                return path[path.index(child):] + [child]
+                return path[path.index(child) :] + [child]
             if child not in state and (cycle := visit(child)):
                 return cycle
         path.pop()
@@ -102,4 +103,3 @@ def test_the_checker_sees_imports_inside_functions_and_type_checking_blocks() ->
     assert imported("bitemporal.a", source, modules) == {"bitemporal.b", "bitemporal.c"}
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
-

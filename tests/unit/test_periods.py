@@ -49,7 +49,9 @@ def test_open_ends() -> None:
     assert str(Period.of(date(2026, 1, 1))) == "[2026-01-01T00:00:00+00:00, )"
 
 
-@pytest.mark.parametrize(("start", "end"), [(date(2026, 1, 2), date(2026, 1, 2)), (date(2026, 1, 3), date(2026, 1, 2))])
+@pytest.mark.parametrize(
+    ("start", "end"), [(date(2026, 1, 2), date(2026, 1, 2)), (date(2026, 1, 3), date(2026, 1, 2))]
+)
 def test_empty_and_inverted_periods_are_refused(start: date, end: date) -> None:
     with pytest.raises(InvalidPeriodError):
         Period.of(start, end)

@@ -36,11 +36,17 @@ def test_a_changed_added_or_removed_file_is_reported(tmp_path: Path) -> None:
     ]
 
 
-def test_a_migration_refuses_to_load_a_changed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_migration_refuses_to_load_a_changed_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     copy = tmp_path / "sql"
     shutil.copytree(SQL, copy)
-    assert migrations.sql_text("schema.v1.sql") == (SQL / "schema.v1.sql").read_text(encoding="utf-8")
+    assert migrations.sql_text("schema.v1.sql") == (SQL / "schema.v1.sql").read_text(
+        encoding="utf-8"
+    )
     (copy / "schema.v1.sql").write_text("DROP SCHEMA bitemporal CASCADE;\n", encoding="utf-8")
     monkeypatch.setattr(migrations, "resource_dir", lambda name: copy)
-    with pytest.raises(ConfigurationError, match="schema.v1.sql is not the file MANIFEST.sha256 lists"):
+    with pytest.raises(
+        ConfigurationError, match="schema.v1.sql is not the file MANIFEST.sha256 lists"
+    ):
         migrations.sql_text("schema.v1.sql")

@@ -50,7 +50,9 @@ class Blocking:
         try:
             yield self._wrap(entered)
         except BaseException as exc:
-            if not self._loop.run_until_complete(manager.__aexit__(type(exc), exc, exc.__traceback__)):
+            if not self._loop.run_until_complete(
+                manager.__aexit__(type(exc), exc, exc.__traceback__)
+            ):
                 raise
         else:
             self._loop.run_until_complete(manager.__aexit__(None, None, None))
@@ -87,7 +89,8 @@ def shared(name: str, *, sync_only: tuple[str, ...] = ()) -> dict[str, Any]:
     for the tests named in ``sync_only``."""
     module = importlib.import_module(f"tests.integration.{name}")
     return {
-        key: value for key, value in vars(module).items()
+        key: value
+        for key, value in vars(module).items()
         if (key.startswith("test_") and key not in sync_only)
         or type(value).__name__ == "FixtureFunctionDefinition"
     }

@@ -30,8 +30,9 @@ def upgrade():
         schema="shop",
     )
     # At every valid time of a price, its product exists.
-    op.create_temporal_reference("price_product", "price", "product", ["sku"],
-                                 source_schema="shop", referent_schema="shop")
+    op.create_temporal_reference(
+        "price_product", "price", "product", ["sku"], source_schema="shop", referent_schema="shop"
+    )
     op.create_table(
         "supplier",
         sa.Column("id", sa.Integer, primary_key=True),

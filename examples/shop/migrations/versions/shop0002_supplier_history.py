@@ -14,7 +14,9 @@ down_revision = "shop0001"
 
 
 def upgrade():
-    op.convert_to_bitemporal("supplier", key=["id"], valid_from=datetime(2020, 1, 1, tzinfo=UTC), schema="shop")
+    op.convert_to_bitemporal(
+        "supplier", key=["id"], valid_from=datetime(2020, 1, 1, tzinfo=UTC), schema="shop"
+    )
 
 
 def downgrade():
