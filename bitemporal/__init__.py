@@ -1,9 +1,16 @@
 """bitemporal: a PostgreSQL fact store that knows when a fact applies and when it was learned."""
 
 from .answers import Explanation, Qualification, check, render
-from .app_tables import ApplicationTables, TableChange, TableDefinition, TableVersion
+from .app_tables import (
+    ApplicationTables,
+    AsyncApplicationTables,
+    TableChange,
+    TableDefinition,
+    TableVersion,
+)
+from .async_store import AsyncStore, connect_async
 from .changes import Change
-from .decay import DecayPolicy, InMemoryMemory, Memory, MemoryItem, WindowPolicy
+from .decay import AsyncMemory, DecayPolicy, InMemoryMemory, Memory, MemoryItem, WindowPolicy
 from .errors import (
     AppendOnlyError,
     BatchError,
@@ -51,14 +58,15 @@ from .errors import (
     VectorNotEnabledError,
     VectorUnavailableError,
 )
-from .evidence import Evidence, EvidenceRecorded, Hit, Passage
-from .facts import Facts
+from .evidence import AsyncEvidence, Evidence, EvidenceRecorded, Hit, Passage
+from .facts import AsyncFacts, Facts
 from .migrations import downgrade, migrate
 from .model import Answer, ChangeKind, Interpretation, Key, Recorded, Status, Version
 from .periods import Period
 from .provenance import (
     CHANNEL,
     Artifact,
+    AsyncProvenance,
     Invalidation,
     Provenance,
     StaleArtifact,
@@ -75,6 +83,12 @@ __all__ = [
     "AppendOnlyError",
     "ApplicationTables",
     "Artifact",
+    "AsyncApplicationTables",
+    "AsyncEvidence",
+    "AsyncFacts",
+    "AsyncMemory",
+    "AsyncProvenance",
+    "AsyncStore",
     "BatchError",
     "BitemporalError",
     "Change",
@@ -154,6 +168,7 @@ __all__ = [
     "WindowPolicy",
     "check",
     "connect",
+    "connect_async",
     "downgrade",
     "migrate",
     "render",

@@ -98,3 +98,12 @@ def cursor(
     cur = conn.cursor(row_factory=row_factory or tuple_row)
     register(cur.adapters)
     return cur
+
+
+def async_cursor(
+    conn: psycopg.AsyncConnection[Any], row_factory: RowFactory[Any] | None = None
+) -> psycopg.AsyncCursor[Any]:
+    """:func:`cursor` for an async connection."""
+    cur = conn.cursor(row_factory=row_factory or tuple_row)
+    register(cur.adapters)
+    return cur

@@ -28,10 +28,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from .adapters import cursor
 from .formatting import human_time, human_value, iso_time, parse_time
 from .jsonvalues import JSON, dumps
-from .model import Connector, Interpretation, Key, Status
+from .model import Interpretation, Key, Status
+from .operations import Statement, Steps, one
 from .periods import Instant, to_optional_instant
 from .reply_check import CheckReport, Claims, check_reply
 
@@ -275,15 +275,14 @@ class Explanation:
 
 
 def fetch(
-    reading: Connector,
     key: Key,
     *,
     valid_at: Instant | None = None,
     known_at: Instant | None = None,
     now: Instant | None = None,
-) -> Explanation:
-    """``bitemporal.explain`` for ``key``, as an :class:`Explanation` (used by
-    :meth:`Facts.explain <bitemporal.Facts.explain>`)."""
+) -> Steps[Explanation]:
+    """``bitemporal.explain`` for ``key``, as an :class:`Explanation`: the steps of
+    :meth:`Facts.explain <bitemporal.Facts.explain>` (see :mod:`bitemporal.operations`)."""
     args = (
         key.entity,
         key.attribute,
@@ -291,9 +290,7 @@ def fetch(
         to_optional_instant(known_at, name="known_at"),
         to_optional_instant(now, name="now"),
     )
-    with reading() as conn, cursor(conn) as cur:
-        row = cur.execute("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args).fetchone()
-    assert row is not None
+    row = one((yield Statement("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args)))
     return Explanation.from_dict(row[0])
 
 

@@ -25,9 +25,7 @@ from uuid import UUID
 import sqlalchemy
 from psycopg import sql
 from psycopg.abc import AdaptContext
-from psycopg.rows import dict_row
 
-from .adapters import cursor
 from .errors import (
     InvalidKeyError,
     InvalidValueError,
@@ -36,7 +34,18 @@ from .errors import (
     check_text,
 )
 from .jsonvalues import encode
-from .model import ChangeKind, Connector, Recorded
+from .model import ChangeKind, Recorded
+from .operations import (
+    AsyncRepository,
+    AsyncRunning,
+    Statement,
+    Steps,
+    SyncRepository,
+    SyncRunning,
+    one,
+    reads,
+    writes,
+)
 from .periods import Instant, Period, period_bounds, to_optional_instant
 
 #: A table: "schema.table" or "table" (found on the search path), a SQLAlchemy
@@ -157,36 +166,46 @@ def _version_columns(d: TableDefinition) -> tuple[str, ...]:
     )
 
 
-class ApplicationTables:
-    """Reads and writes bitemporal application tables through their generated functions."""
+class ApplicationTableOperations:
+    """Reads and writes bitemporal application tables through their generated functions;
+    run by :class:`ApplicationTables` (sync API) and :class:`AsyncApplicationTables`
+    (async API)."""
 
-    def __init__(self, atomic: Connector, reading: Connector) -> None:
-        self._atomic = atomic
-        self._reading = reading
-        self._definitions: dict[tuple[str | None, str], TableDefinition] = {}
+    # Filled by definition(), once per store.
+    _definitions: dict[tuple[str | None, str], TableDefinition]
 
-    def definition(self, table: TableRef) -> TableDefinition:
+    @reads
+    def definition(self, table: TableRef) -> Steps[TableDefinition]:
         """The table's key and value columns (looked up once per store)."""
+        return (yield from self._definition(table))
+
+    def _definition(self, table: TableRef) -> Steps[TableDefinition]:
         schema, name = table_name(table)
         cached = self._definitions.get((schema, name))
         if cached is not None:
             return cached
-        with self._reading() as conn:
-            found = conn.execute(
-                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
-                " THEN format('%%I', %(name)s::text)"
-                " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
-                {"schema": schema, "name": name},
-            ).fetchone()
-            if found is None or found[0] is None:
-                shown = name if schema is None else f"{schema}.{name}"
-                raise UnknownTableError(f"there is no table {shown}")
-            row = conn.execute(
-                "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
-                "  FROM bitemporal.table_definition(%s::oid::regclass) d",
-                (found[0],),
-            ).fetchone()
-        assert row is not None
+        found = one(
+            (
+                yield Statement(
+                    "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
+                    " THEN format('%%I', %(name)s::text)"
+                    " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
+                    {"schema": schema, "name": name},
+                )
+            )
+        )
+        if found[0] is None:
+            shown = name if schema is None else f"{schema}.{name}"
+            raise UnknownTableError(f"there is no table {shown}")
+        row = one(
+            (
+                yield Statement(
+                    "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
+                    "  FROM bitemporal.table_definition(%s::oid::regclass) d",
+                    (found[0],),
+                )
+            )
+        )
         d = TableDefinition(row[0], row[1], tuple(row[2]), tuple(row[3]))
         self._definitions[(schema, name)] = d
         return d
@@ -216,6 +235,7 @@ class ApplicationTables:
     def _named_args(self, columns: Iterable[str]) -> sql.Composable:
         return sql.SQL(", ").join(sql.SQL("{0} => r.{0}").format(Name(c)) for c in columns)
 
+    @writes
     def record(
         self,
         table: TableRef,
@@ -224,7 +244,7 @@ class ApplicationTables:
         valid_from: Instant | None = None,
         valid_to: Instant | None = None,
         known_at: Instant | None = None,
-    ) -> Recorded:
+    ) -> Steps[Recorded]:
         """Record ``row`` (every key and value column) for ``[valid_from, valid_to)``.
 
         A sequenced update with :meth:`Facts.record`'s semantics: current versions
@@ -232,7 +252,7 @@ class ApplicationTables:
         remainders re-recorded; a row already known for the whole period
         changes nothing (``created`` is False).
         """
-        d = self.definition(table)
+        d = yield from self._definition(table)
         self._check_columns(d, row, key_only=False)
         query = sql.SQL(
             "SELECT w.version_id, w.created, w.superseded, w.known_at"
@@ -248,11 +268,10 @@ class ApplicationTables:
             *period_bounds(valid_from, valid_to),
             to_optional_instant(known_at, name="known_at"),
         )
-        with self._atomic() as conn, cursor(conn) as cur:
-            result = cur.execute(query, params).fetchone()
-        assert result is not None
+        result = one((yield Statement(query, params)))
         return Recorded(result[0], result[1], tuple(result[2]), result[3])
 
+    @writes
     def retract(
         self,
         table: TableRef,
@@ -261,10 +280,10 @@ class ApplicationTables:
         valid_from: Instant | None = None,
         valid_to: Instant | None = None,
         known_at: Instant | None = None,
-    ) -> tuple[int, ...]:
+    ) -> Steps[tuple[int, ...]]:
         """Sequenced delete of ``key`` over ``[valid_from, valid_to)``; returns the ended
         versions."""
-        d = self.definition(table)
+        d = yield from self._definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
             "SELECT {function}({args}, valid_from => %s, valid_to => %s, known_at => %s)"
@@ -279,11 +298,10 @@ class ApplicationTables:
             to_optional_instant(known_at, name="known_at"),
             _row_json(key),
         )
-        with self._atomic() as conn:
-            result = conn.execute(query, params).fetchone()
-        assert result is not None
+        result = one((yield Statement(query, params)))
         return tuple(result[0])
 
+    @reads
     def as_of(
         self,
         table: TableRef,
@@ -291,10 +309,10 @@ class ApplicationTables:
         *,
         valid_at: Instant | None = None,
         known_at: Instant | None = None,
-    ) -> list[TableVersion]:
+    ) -> Steps[list[TableVersion]]:
         """The versions eligible at ``(valid_at, known_at)`` (None = now), of one key
         or of every key, ORDER BY version_id."""
-        d = self.definition(table)
+        d = yield from self._definition(table)
         if key is not None:
             self._check_columns(d, key, key_only=True)
         columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
@@ -323,13 +341,13 @@ class ApplicationTables:
                 ),
             )
             params = (*instants, _row_json(key))
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            return [_version(d, r) for r in cur.execute(query, params)]
+        return [_version(d, r) for r in (yield Statement(query, params, dicts=True))]
 
-    def history(self, table: TableRef, key: Mapping[str, Any]) -> list[TableVersion]:
+    @reads
+    def history(self, table: TableRef, key: Mapping[str, Any]) -> Steps[list[TableVersion]]:
         """Every version of ``key``, superseded ones included, ORDER BY version_id.
         Raises :class:`~bitemporal.UnknownKeyError` for a key never recorded."""
-        d = self.definition(table)
+        d = yield from self._definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
@@ -340,14 +358,14 @@ class ApplicationTables:
             function=d.function("history"),
             args=self._named_args(d.key_columns),
         )
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            return [_version(d, r) for r in cur.execute(query, (_row_json(key),))]
+        return [_version(d, r) for r in (yield Statement(query, (_row_json(key),), dicts=True))]
 
+    @reads
     def changes(
         self, table: TableRef, known_from: Instant | None = None, known_to: Instant | None = None
-    ) -> list[TableChange]:
+    ) -> Steps[list[TableChange]]:
         """What the table learned, superseded or retracted in ``[known_from, known_to)``."""
-        d = self.definition(table)
+        d = yield from self._definition(table)
         query = sql.SQL(
             "SELECT change, changed_at, version_id, by_version_ids FROM {function}(%s, %s)"
         ).format(function=d.function("changes"))
@@ -355,8 +373,25 @@ class ApplicationTables:
             to_optional_instant(known_from, name="known_from"),
             to_optional_instant(known_to, name="known_to"),
         )
-        with self._reading() as conn, cursor(conn) as cur:
-            return [
-                TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3]))
-                for r in cur.execute(query, params)
-            ]
+        return [
+            TableChange(ChangeKind(r[0]), r[1], r[2], tuple(r[3]))
+            for r in (yield Statement(query, params))
+        ]
+
+
+class ApplicationTables(ApplicationTableOperations, SyncRepository):
+    """The application-table repository of :class:`~bitemporal.Store` (see
+    :class:`ApplicationTableOperations`)."""
+
+    def __init__(self, runner: SyncRunning) -> None:
+        super().__init__(runner)
+        self._definitions = {}
+
+
+class AsyncApplicationTables(ApplicationTableOperations, AsyncRepository):
+    """The application-table repository of :class:`~bitemporal.AsyncStore`:
+    :class:`ApplicationTables`'s methods, awaitable."""
+
+    def __init__(self, runner: AsyncRunning) -> None:
+        super().__init__(runner)
+        self._definitions = {}

@@ -22,10 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from psycopg.rows import dict_row
-
-from .adapters import cursor
-from .model import ChangeKind, Connector, Key, Version
+from .model import ChangeKind, Key, Version
+from .operations import Statement, Steps
 from .periods import Instant, to_optional_instant
 
 
@@ -42,32 +40,32 @@ class Change:
 
 
 def fetch(
-    reading: Connector,
     known_from: Instant | None,
     known_to: Instant | None,
     *,
     key: Key | None = None,
-) -> list[Change]:
-    """``bitemporal.changes`` as :class:`Change` objects (used by ``Facts.changes``)."""
+) -> Steps[list[Change]]:
+    """``bitemporal.changes`` as :class:`Change` objects: the steps of ``Facts.changes``
+    (see :mod:`bitemporal.operations`)."""
     args = (
         to_optional_instant(known_from, name="known_from"),
         to_optional_instant(known_to, name="known_to"),
         None if key is None else key.entity,
         None if key is None else key.attribute,
     )
-    with reading() as conn, cursor(conn, dict_row) as cur:
-        cur.execute(
-            "SELECT change::text AS change, changed_at, version_id, entity, attribute, source, "
-            "value, valid_period, known_period, recorded_by, carried_from, by_version_ids "
-            "FROM bitemporal.changes(%s, %s, %s, %s)",
-            args,
+    rows = yield Statement(
+        "SELECT change::text AS change, changed_at, version_id, entity, attribute, source, "
+        "value, valid_period, known_period, recorded_by, carried_from, by_version_ids "
+        "FROM bitemporal.changes(%s, %s, %s, %s)",
+        args,
+        dicts=True,
+    )
+    return [
+        Change(
+            ChangeKind(row["change"]),
+            row["changed_at"],
+            Version.from_row(row),
+            tuple(row["by_version_ids"]),
         )
-        return [
-            Change(
-                ChangeKind(row["change"]),
-                row["changed_at"],
-                Version.from_row(row),
-                tuple(row["by_version_ids"]),
-            )
-            for row in cur
-        ]
+        for row in rows
+    ]

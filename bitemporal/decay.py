@@ -27,13 +27,10 @@ bit for bit, not just approximately. Turns, never the wall clock, decide.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
-from psycopg.rows import dict_row
-
-from .adapters import cursor
 from .errors import (
     InvalidInputError,
     InvalidKeyError,
@@ -43,7 +40,8 @@ from .errors import (
     UnknownItemError,
     check_text,
 )
-from .model import Connector, Key
+from .model import Key
+from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 
 #: Stabilities (in turns) are kept within these bounds, so that no product or
 #: quotient of the arithmetic can overflow or underflow (PostgreSQL raises where
@@ -296,32 +294,34 @@ _ITEM_COLUMNS = (
 )
 
 
-class Memory:
+class MemoryOperations:
     """A working-memory namespace in PostgreSQL (see :meth:`bitemporal.Store.memory`).
 
     Every method is one call of a ``bitemporal.memory_*`` SQL function; nothing
     is computed here, so that concurrent users, ``psql`` and the audit log see
     the same memory. Each write is one statement: a transaction of its own on
     an idle autocommit connection, else run in the store's atomic block (a
-    savepoint inside the caller's transaction).
+    savepoint inside the caller's transaction). Written once as operations
+    (:mod:`bitemporal.operations`): :class:`Memory` runs them for the sync API,
+    :class:`AsyncMemory` for the async API.
     """
 
-    def __init__(
-        self, namespace: str, policy: Policy, atomic: Connector, reading: Connector
-    ) -> None:
+    def __init__(self, namespace: str, policy: Policy, runner: Any) -> None:
         self.namespace = _check_name("namespace", namespace)
         self.policy: Policy = _check_policy(policy)
-        self._atomic = atomic
-        self._reading = reading
-        with self._atomic() as conn:
-            conn.execute(
-                "SELECT FROM bitemporal.memory_ensure_namespace(%s, %s, %s, %s, %s)",
-                (self.namespace, *self.policy._sql_args()),
-            )
+        self._runner = runner
 
     def __repr__(self) -> str:
-        return f"Memory({self.namespace!r}, {self.policy!r})"
+        return f"{type(self).__name__}({self.namespace!r}, {self.policy!r})"
 
+    @writes
+    def _ensure_namespace(self) -> Steps[None]:
+        yield Statement(
+            "SELECT FROM bitemporal.memory_ensure_namespace(%s, %s, %s, %s, %s)",
+            (self.namespace, *self.policy._sql_args()),
+        )
+
+    @writes
     def register(
         self,
         item_id: str,
@@ -329,7 +329,7 @@ class Memory:
         key: Key | None = None,
         pinned: bool = False,
         stability: float | None = None,
-    ) -> MemoryItem:
+    ) -> Steps[MemoryItem]:
         """Register ``item_id`` at the current turn (again: a fresh registration).
 
         ``stability`` is the item's own initial stability (importance) instead of
@@ -347,18 +347,22 @@ class Memory:
             pinned,
             None if stability is None else own,
         )
-        with self._atomic() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_register(%s, %s, %s, %s, %s, %s)",
-                args,
+        row = one(
+            (
+                yield Statement(
+                    f"SELECT {_ITEM_COLUMNS} "
+                    "FROM bitemporal.memory_register(%s, %s, %s, %s, %s, %s)",
+                    args,
+                    dicts=True,
+                )
             )
-            row = cur.fetchone()
-        assert row is not None
+        )
         return MemoryItem.from_row(row)
 
+    @writes
     def register_many(
         self, item_ids: Iterable[str], *, pinned: bool = False, stability: float | None = None
-    ) -> int:
+    ) -> Steps[int]:
         """Register several items in one round trip, as :meth:`register` would in order.
 
         Ids must be distinct; no fact keys. Holds the namespace exclusively while
@@ -367,77 +371,109 @@ class Memory:
         ids = _check_many(item_ids)
         _check_register(None, pinned)
         own = self.policy.initial_stability(stability)
-        with self._atomic() as conn:
-            row = conn.execute(
-                "SELECT bitemporal.memory_register_many(%s, %s::text[], %s, %s)",
-                (self.namespace, ids, pinned, None if stability is None else own),
-            ).fetchone()
-        assert row is not None
-        return int(row[0])
+        count = yield from _scalar(
+            "SELECT bitemporal.memory_register_many(%s, %s::text[], %s, %s)",
+            self.namespace,
+            ids,
+            pinned,
+            None if stability is None else own,
+        )
+        return int(count)
 
-    def recall(self, item_id: str) -> bool:
+    @writes
+    def recall(self, item_id: str) -> Steps[bool]:
         """Reinforce a present item; False (and nothing changes) if unknown or evicted."""
         _check_name("item id", item_id)
-        with self._atomic() as conn:
-            row = conn.execute(
-                "SELECT bitemporal.memory_recall(%s, %s)", (self.namespace, item_id)
-            ).fetchone()
-        assert row is not None
-        return bool(row[0])
+        recalled = yield from _scalar(
+            "SELECT bitemporal.memory_recall(%s, %s)", self.namespace, item_id
+        )
+        return bool(recalled)
 
-    def step(self) -> list[str]:
+    @writes
+    def step(self) -> Steps[list[str]]:
         """End the current turn: evict what fell below the threshold, advance the clock.
 
         Returns the evicted ids in registration order.
         """
-        with self._atomic() as conn:
-            row = conn.execute("SELECT bitemporal.memory_step(%s)", (self.namespace,)).fetchone()
-        assert row is not None
-        return list(row[0])
+        evicted = yield from _scalar("SELECT bitemporal.memory_step(%s)", self.namespace)
+        return list(evicted)
+
+    @reads
+    def _turn(self) -> Steps[int]:
+        turn = yield from _scalar("SELECT bitemporal.memory_turn(%s)", self.namespace)
+        return int(turn)
+
+    @reads
+    def is_present(self, item_id: str) -> Steps[bool]:
+        """Whether ``item_id`` is in the working set (False for an unknown id)."""
+        _check_name("item id", item_id)
+        present = yield from _scalar(
+            "SELECT bitemporal.memory_is_present(%s, %s)", self.namespace, item_id
+        )
+        return bool(present)
+
+    @reads
+    def working_set_size(self) -> Steps[int]:
+        """How many items are present, pinned ones included."""
+        size = yield from _scalar("SELECT bitemporal.memory_working_set_size(%s)", self.namespace)
+        return int(size)
+
+    @reads
+    def retention(self, item_id: str) -> Steps[float]:
+        """Retention at the current turn (0.0 once evicted); UnknownItemError if never
+        registered."""
+        _check_name("item id", item_id)
+        retention = yield from _scalar(
+            "SELECT bitemporal.memory_retention(%s, %s)", self.namespace, item_id
+        )
+        return float(retention)
+
+    @reads
+    def stability(self, item_id: str) -> Steps[float | None]:
+        """S in turns (None under the window policy); UnknownItemError if never registered."""
+        _check_name("item id", item_id)
+        value = yield from _scalar(
+            "SELECT bitemporal.memory_stability(%s, %s)", self.namespace, item_id
+        )
+        return None if value is None else float(value)
+
+    @reads
+    def items(self) -> Steps[list[MemoryItem]]:
+        """Every item, present and evicted, in registration order."""
+        rows = yield Statement(
+            f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_items(%s)",
+            (self.namespace,),
+            dicts=True,
+        )
+        return [MemoryItem.from_row(row) for row in rows]
+
+
+def _scalar(query: str, *args: object) -> Steps[Any]:
+    row = one((yield Statement(query, args)))
+    return row[0]
+
+
+class Memory(MemoryOperations, SyncRepository):
+    """A working-memory namespace of :class:`~bitemporal.Store` (see :class:`MemoryOperations`)."""
+
+    def __init__(self, namespace: str, policy: Policy, runner: Any) -> None:
+        super().__init__(namespace, policy, runner)
+        self._ensure_namespace()
 
     @property
     def turn(self) -> int:
         """The current turn (1 for a new namespace)."""
-        return int(self._scalar("SELECT bitemporal.memory_turn(%s)", self.namespace))
+        return self._turn()
 
-    def is_present(self, item_id: str) -> bool:
-        """Whether ``item_id`` is in the working set (False for an unknown id)."""
-        _check_name("item id", item_id)
-        return bool(
-            self._scalar("SELECT bitemporal.memory_is_present(%s, %s)", self.namespace, item_id)
-        )
 
-    def working_set_size(self) -> int:
-        """How many items are present, pinned ones included."""
-        return int(self._scalar("SELECT bitemporal.memory_working_set_size(%s)", self.namespace))
+class AsyncMemory(MemoryOperations, AsyncRepository):
+    """A working-memory namespace of :class:`~bitemporal.AsyncStore`: :class:`Memory`'s
+    methods, awaitable (``await memory.turn`` too). Made by ``await store.memory(...)``."""
 
-    def retention(self, item_id: str) -> float:
-        """Retention at the current turn (0.0 once evicted); UnknownItemError if never
-        registered."""
-        _check_name("item id", item_id)
-        return float(
-            self._scalar("SELECT bitemporal.memory_retention(%s, %s)", self.namespace, item_id)
-        )
-
-    def stability(self, item_id: str) -> float | None:
-        """S in turns (None under the window policy); UnknownItemError if never registered."""
-        _check_name("item id", item_id)
-        value = self._scalar("SELECT bitemporal.memory_stability(%s, %s)", self.namespace, item_id)
-        return None if value is None else float(value)
-
-    def items(self) -> list[MemoryItem]:
-        """Every item, present and evicted, in registration order."""
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM bitemporal.memory_items(%s)", (self.namespace,)
-            )
-            return [MemoryItem.from_row(row) for row in cur]
-
-    def _scalar(self, query: str, *args: object) -> Any:
-        with self._reading() as conn:
-            row = conn.execute(query, args).fetchone()
-        assert row is not None
-        return row[0]
+    @property
+    def turn(self) -> Awaitable[int]:
+        """The current turn (1 for a new namespace)."""
+        return self._turn()
 
 
 @dataclass(slots=True)
@@ -622,6 +658,7 @@ __all__ = [
     "MAX_WINDOW",
     "MIN_STABILITY",
     "AnyMemory",
+    "AsyncMemory",
     "DecayPolicy",
     "InMemoryMemory",
     "Memory",

@@ -27,9 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg.rows import dict_row
-
-from .adapters import cursor
 from .errors import (
     EmbeddingError,
     InvalidEvidenceError,
@@ -38,13 +35,13 @@ from .errors import (
 )
 from .jsonvalues import JSON
 from .model import (
-    Connector,
     Key,
     Recorded,
     Version,
     check_key_part,
     json_text,
 )
+from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 from .periods import Instant, period_bounds, to_optional_instant
 
 #: Full-text configuration passages are indexed with unless told otherwise.
@@ -131,15 +128,13 @@ def _key_args(key: Key | None) -> tuple[str | None, str | None]:
     return (None, None) if key is None else (key.entity, key.attribute)
 
 
-class Evidence:
-    """Passages of fact versions, and retrieval that filters before it ranks."""
-
-    def __init__(self, atomic: Connector, reading: Connector) -> None:
-        self._atomic = atomic
-        self._reading = reading
+class EvidenceOperations:
+    """Passages of fact versions, and retrieval that filters before it ranks; run by
+    :class:`Evidence` (sync API) and :class:`AsyncEvidence` (async API)."""
 
     # Writing.
 
+    @writes
     def add(
         self,
         version_id: int,
@@ -149,7 +144,7 @@ class Evidence:
         language: str = DEFAULT_LANGUAGE,
         embedding: Sequence[float] | None = None,
         recorded_by: str | None = None,
-    ) -> int:
+    ) -> Steps[int]:
         """Attach ``passage`` (from ``document``) to a version; returns its evidence id.
 
         ``language`` is a PostgreSQL text search configuration (``english``,
@@ -157,15 +152,18 @@ class Evidence:
         """
         _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
-        with self._atomic() as conn:
-            row = conn.execute(
-                "SELECT bitemporal.add_evidence(%s, %s, %s, %s, %s::real[], %s)",
-                (version_id, passage, document, language, vector, recorded_by),
-            ).fetchone()
-        assert row is not None
+        row = one(
+            (
+                yield Statement(
+                    "SELECT bitemporal.add_evidence(%s, %s, %s, %s, %s::real[], %s)",
+                    (version_id, passage, document, language, vector, recorded_by),
+                )
+            )
+        )
         evidence_id: int = row[0]
         return evidence_id
 
+    @writes
     def record(
         self,
         key: Key,
@@ -180,51 +178,55 @@ class Evidence:
         recorded_by: str | None = None,
         language: str = DEFAULT_LANGUAGE,
         embedding: Sequence[float] | None = None,
-    ) -> EvidenceRecorded:
+    ) -> Steps[EvidenceRecorded]:
         """Record a value (as :meth:`Facts.record <bitemporal.Facts.record>`) and the
         passage it came from, in one transaction. When the value was already known,
         the passage is attached to the existing version."""
         check_key_part("source", source)
         _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
-        with self._atomic() as conn, cursor(conn) as cur:
-            row = cur.execute(
-                "SELECT r.version_id, r.created, r.superseded, r.known_at, "
-                "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
-                "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
-                (
-                    passage,
-                    document,
-                    language,
-                    vector,
-                    recorded_by,
-                    key.entity,
-                    key.attribute,
-                    source,
-                    json_text(value),
-                    *period_bounds(valid_from, valid_to),
-                    to_optional_instant(known_at, name="known_at"),
-                    recorded_by,
-                ),
-            ).fetchone()
-        assert row is not None
+        row = one(
+            (
+                yield Statement(
+                    "SELECT r.version_id, r.created, r.superseded, r.known_at, "
+                    "bitemporal.add_evidence(r.version_id, %s, %s, %s, %s::real[], %s) "
+                    "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s) r",
+                    (
+                        passage,
+                        document,
+                        language,
+                        vector,
+                        recorded_by,
+                        key.entity,
+                        key.attribute,
+                        source,
+                        json_text(value),
+                        *period_bounds(valid_from, valid_to),
+                        to_optional_instant(known_at, name="known_at"),
+                        recorded_by,
+                    ),
+                )
+            )
+        )
         return EvidenceRecorded(Recorded(row[0], row[1], tuple(row[2]), row[3]), row[4])
 
-    def passages(self, version_id: int) -> list[Passage]:
+    @reads
+    def passages(self, version_id: int) -> Steps[list[Passage]]:
         """The passages that support a version: its own and its original's (for a remainder)."""
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                "SELECT e.evidence_id, e.version_id, e.passage, e.document, "
-                "e.language::text AS language "
-                "FROM bitemporal.fact_version v JOIN bitemporal.evidence e "
-                "ON e.version_id IN (v.version_id, v.carried_from) "
-                "WHERE v.version_id = %s ORDER BY e.evidence_id",
-                (version_id,),
-            )
-            return [Passage(**row) for row in cur]
+        rows = yield Statement(
+            "SELECT e.evidence_id, e.version_id, e.passage, e.document, "
+            "e.language::text AS language "
+            "FROM bitemporal.fact_version v JOIN bitemporal.evidence e "
+            "ON e.version_id IN (v.version_id, v.carried_from) "
+            "WHERE v.version_id = %s ORDER BY e.evidence_id",
+            (version_id,),
+            dicts=True,
+        )
+        return [Passage(**row) for row in rows]
 
     # Retrieval.
 
+    @reads
     def search(
         self,
         query: str,
@@ -234,7 +236,7 @@ class Evidence:
         limit: int | None = 10,
         key: Key | None = None,
         language: str | None = None,
-    ) -> list[Hit]:
+    ) -> Steps[list[Hit]]:
         """Full-text search among the passages of versions eligible at ``(valid_at, known_at)``.
 
         ``query`` uses web search syntax (``attachment limit``, ``"exact phrase"``,
@@ -246,11 +248,14 @@ class Evidence:
             raise InvalidSearchError(f"query must be text, not {type(query).__name__}")
         check_optional_text("query", query, InvalidSearchError)
         check_optional_text("language", language, InvalidSearchError)
-        return self._hits(
-            "bitemporal.search_evidence(%s, %s, %s, %s, %s, %s, %s)",
-            (query, *self._question(valid_at, known_at), _limit(limit), language, *_key_args(key)),
+        return (
+            yield from _hits(
+                "bitemporal.search_evidence(%s, %s, %s, %s, %s, %s, %s)",
+                (query, *_question(valid_at, known_at), _limit(limit), language, *_key_args(key)),
+            )
         )
 
+    @reads
     def rank(
         self,
         scores: Mapping[int, float],
@@ -259,7 +264,7 @@ class Evidence:
         known_at: Instant | None = None,
         limit: int | None = 10,
         key: Key | None = None,
-    ) -> list[Hit]:
+    ) -> Steps[list[Hit]]:
         """Rank versions by your own relevance scores (``{version_id: score}``, from any
         engine), keeping only those eligible at ``(valid_at, known_at)`` first.
 
@@ -281,11 +286,14 @@ class Evidence:
                 )
             ids.append(version_id)
             values.append(number)
-        return self._hits(
-            "bitemporal.rank_versions(%s::bigint[], %s::float8[], %s, %s, %s, %s, %s)",
-            (ids, values, *self._question(valid_at, known_at), _limit(limit), *_key_args(key)),
+        return (
+            yield from _hits(
+                "bitemporal.rank_versions(%s::bigint[], %s::float8[], %s, %s, %s, %s, %s)",
+                (ids, values, *_question(valid_at, known_at), _limit(limit), *_key_args(key)),
+            )
         )
 
+    @reads
     def nearest(
         self,
         embedding: Sequence[float],
@@ -294,83 +302,92 @@ class Evidence:
         known_at: Instant | None = None,
         limit: int | None = 10,
         key: Key | None = None,
-    ) -> list[Hit]:
+    ) -> Steps[list[Hit]]:
         """The passages most similar to ``embedding`` (cosine) among those of versions
         eligible at ``(valid_at, known_at)``: exact, never an approximate index scan
         filtered afterwards. Needs pgvector and :meth:`enable_vector`."""
-        return self._hits(
-            "bitemporal.nearest_evidence(%s::real[], %s, %s, %s, %s, %s)",
-            (
-                _embedding(embedding),
-                *self._question(valid_at, known_at),
-                _limit(limit),
-                *_key_args(key),
-            ),
+        return (
+            yield from _hits(
+                "bitemporal.nearest_evidence(%s::real[], %s, %s, %s, %s, %s)",
+                (
+                    _embedding(embedding),
+                    *_question(valid_at, known_at),
+                    _limit(limit),
+                    *_key_args(key),
+                ),
+            )
         )
 
     # pgvector.
 
-    def vector_available(self) -> bool:
+    @reads
+    def vector_available(self) -> Steps[bool]:
         """Whether the server has the pgvector extension (so :meth:`enable_vector` can work)."""
-        with self._reading() as conn:
-            # The catalog, as bitemporal_internal.vector_available() reads it
-            # (internal functions are not the API).
-            row = conn.execute(
-                "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions "
-                "WHERE name = 'vector')"
-            ).fetchone()
-        assert row is not None
+        # The catalog, as bitemporal_internal.vector_available() reads it
+        # (internal functions are not the API).
+        row = one(
+            (
+                yield Statement(
+                    "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions "
+                    "WHERE name = 'vector')"
+                )
+            )
+        )
         return bool(row[0])
 
-    def vector_dimensions(self) -> int | None:
+    @reads
+    def vector_dimensions(self) -> Steps[int | None]:
         """The dimensions of embeddings in this database, or None if vectors are not enabled."""
-        with self._reading() as conn:
-            row = conn.execute("SELECT bitemporal.vector_dimensions()").fetchone()
-        assert row is not None
-        dimensions: int | None = row[0]
+        dimensions: int | None = one((yield Statement("SELECT bitemporal.vector_dimensions()")))[0]
         return dimensions
 
-    def enable_vector(self, dimensions: int) -> int:
+    @writes
+    def enable_vector(self, dimensions: int) -> Steps[int]:
         """Enable embeddings of ``dimensions`` numbers in this database (idempotent).
 
         Raises :class:`~bitemporal.errors.VectorUnavailableError` where the server
         has no pgvector, :class:`~bitemporal.errors.EmbeddingError` if another
         number of dimensions is already enabled.
         """
-        with self._atomic() as conn:
-            row = conn.execute("SELECT bitemporal.enable_vector(%s)", (dimensions,)).fetchone()
-        assert row is not None
-        enabled: int = row[0]
+        enabled: int = one((yield Statement("SELECT bitemporal.enable_vector(%s)", (dimensions,))))[
+            0
+        ]
         return enabled
 
-    def set_embedding(self, evidence_id: int, embedding: Sequence[float]) -> None:
+    @writes
+    def set_embedding(self, evidence_id: int, embedding: Sequence[float]) -> Steps[None]:
         """Store (or replace) the embedding of a passage."""
-        with self._atomic() as conn:
-            conn.execute(
-                "SELECT bitemporal.set_embedding(%s, %s::real[])",
-                (evidence_id, _embedding(embedding)),
-            )
-
-    # Internals.
-
-    @staticmethod
-    def _question(valid_at: Instant | None, known_at: Instant | None) -> tuple[Any, Any]:
-        return (
-            to_optional_instant(valid_at, name="valid_at"),
-            to_optional_instant(known_at, name="known_at"),
+        yield Statement(
+            "SELECT bitemporal.set_embedding(%s, %s::real[])", (evidence_id, _embedding(embedding))
         )
 
-    def _hits(self, call: str, args: tuple[Any, ...]) -> list[Hit]:
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(_HIT_QUERY + call, args)
-            return [
-                Hit(
-                    rank=row["rank"],
-                    score=row["score"],
-                    version=Version.from_row(row),
-                    evidence_id=row["evidence_id"],
-                    passage=row["passage"],
-                    document=row["document"],
-                )
-                for row in cur
-            ]
+
+class Evidence(EvidenceOperations, SyncRepository):
+    """The evidence repository of :class:`~bitemporal.Store` (see :class:`EvidenceOperations`)."""
+
+
+class AsyncEvidence(EvidenceOperations, AsyncRepository):
+    """The evidence repository of :class:`~bitemporal.AsyncStore`: :class:`Evidence`'s
+    methods, awaitable."""
+
+
+def _question(valid_at: Instant | None, known_at: Instant | None) -> tuple[Any, Any]:
+    return (
+        to_optional_instant(valid_at, name="valid_at"),
+        to_optional_instant(known_at, name="known_at"),
+    )
+
+
+def _hits(call: str, args: tuple[Any, ...]) -> Steps[list[Hit]]:
+    rows = yield Statement(_HIT_QUERY + call, args, dicts=True)
+    return [
+        Hit(
+            rank=row["rank"],
+            score=row["score"],
+            version=Version.from_row(row),
+            evidence_id=row["evidence_id"],
+            passage=row["passage"],
+            document=row["document"],
+        )
+        for row in rows
+    ]

@@ -3,7 +3,9 @@
 
 Every method is a thin wrapper over one SQL function in ``sql/facts_*.sql``;
 the semantics live in the database, so that ``psql`` and Python give the same
-answers.
+answers. The methods are written once, in :class:`FactOperations`, as
+operations (:mod:`bitemporal.operations`): :class:`Facts` runs them for the sync
+API, :class:`AsyncFacts` for the async API.
 """
 
 from __future__ import annotations
@@ -12,17 +14,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from psycopg.rows import dict_row
-
 from . import answers, changes, record_many
-from .adapters import cursor
 from .answers import Explanation
 from .changes import Change
 from .errors import check_optional_text
 from .jsonvalues import JSON
 from .model import (
     Answer,
-    Connector,
     Interpretation,
     Key,
     Recorded,
@@ -30,6 +28,16 @@ from .model import (
     Version,
     check_key_part,
     json_text,
+)
+from .operations import (
+    AsyncRepository,
+    Statement,
+    Steps,
+    SyncRepository,
+    one,
+    reads,
+    transaction,
+    writes,
 )
 from .periods import Instant, period_bounds, to_optional_instant
 from .record_many import RecordRow
@@ -40,15 +48,10 @@ _VERSION_COLUMNS = (
 )
 
 
-class Facts:
+class FactOperations:
     """Reads and writes fact versions through the ``bitemporal`` SQL functions."""
 
-    def __init__(self, atomic: Connector, reading: Connector, transaction: Connector) -> None:
-        # atomic: for a write that is one statement; transaction: for several.
-        self._atomic = atomic
-        self._reading = reading
-        self._transaction = transaction
-
+    @writes
     def record(
         self,
         key: Key,
@@ -60,7 +63,7 @@ class Facts:
         known_at: Instant | None = None,
         recorded_by: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Recorded:
+    ) -> Steps[Recorded]:
         """Record that ``source`` says ``value`` applies over ``[valid_from, valid_to)``.
 
         A sequenced update: current versions of the same key and source that
@@ -85,18 +88,21 @@ class Facts:
             recorded_by,
             idempotency_key,
         )
-        with self._atomic() as conn, cursor(conn) as cur:
-            row = cur.execute(
-                "SELECT version_id, created, superseded, known_at "
-                "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
-                args,
-            ).fetchone()
-        assert row is not None
+        row = one(
+            (
+                yield Statement(
+                    "SELECT version_id, created, superseded, known_at "
+                    "FROM bitemporal.record(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
+                    args,
+                )
+            )
+        )
         return Recorded(row[0], row[1], tuple(row[2]), row[3])
 
+    @transaction
     def record_many(
         self, rows: Iterable[RecordRow | Mapping[str, Any]], *, max_errors: int = 100
-    ) -> list[Recorded]:
+    ) -> Steps[list[Recorded]]:
         """Apply a batch with exactly the semantics of :meth:`record` called for each row in
         order inside one transaction (several rows of one key, rows that split each other,
         no-ops, explicit and default knowledge times), but set-based: the rows are COPY-ed
@@ -110,9 +116,10 @@ class Facts:
         line = 1-based position in the batch; at most ``max_errors``) and nothing is
         written. No idempotency keys. See :mod:`bitemporal.record_many`.
         """
-        return record_many.record_many(self._transaction, rows, max_errors=max_errors)
+        return (yield from record_many.record_many(rows, max_errors=max_errors))
 
-    def recorded_already(self, rows: Iterable[RecordRow | Mapping[str, Any]]) -> list[bool]:
+    @reads
+    def recorded_already(self, rows: Iterable[RecordRow | Mapping[str, Any]]) -> Steps[list[bool]]:
         """For each row (as :meth:`record_many` takes them), whether it was recorded before:
         it gives an explicit ``known_at``, and at that knowledge time the store already held
         its value from its source over its whole valid period. Recording such a row again
@@ -120,8 +127,9 @@ class Facts:
         knowledge; ``bitemporal import`` skips these rows when a file is run again. Rows
         without ``known_at``: False. Reads ``bitemporal.versions`` (the reader role's grant).
         """
-        return record_many.recorded_already(self._reading, rows)
+        return (yield from record_many.recorded_already(rows))
 
+    @writes
     def retract(
         self,
         key: Key,
@@ -130,7 +138,7 @@ class Facts:
         valid_from: Instant | None = None,
         valid_to: Instant | None = None,
         known_at: Instant | None = None,
-    ) -> tuple[int, ...]:
+    ) -> Steps[tuple[int, ...]]:
         """Sequenced delete of ``[valid_from, valid_to)`` for ``source``.
 
         Returns the versions whose knowledge ended (empty: nothing to retract).
@@ -143,14 +151,13 @@ class Facts:
             *period_bounds(valid_from, valid_to),
             to_optional_instant(known_at, name="known_at"),
         )
-        with self._atomic() as conn:
-            row = conn.execute("SELECT bitemporal.retract(%s, %s, %s, %s, %s, %s)", args).fetchone()
-        assert row is not None
+        row = one((yield Statement("SELECT bitemporal.retract(%s, %s, %s, %s, %s, %s)", args)))
         return tuple(row[0])
 
+    @reads
     def as_of(
         self, key: Key, *, valid_at: Instant | None = None, known_at: Instant | None = None
-    ) -> list[Version]:
+    ) -> Steps[list[Version]]:
         """The versions eligible at ``(valid_at, known_at)`` (default: now), by version id."""
         args = (
             key.entity,
@@ -158,10 +165,12 @@ class Facts:
             to_optional_instant(valid_at, name="valid_at"),
             to_optional_instant(known_at, name="known_at"),
         )
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(f"SELECT {_VERSION_COLUMNS} FROM bitemporal.as_of(%s, %s, %s, %s)", args)
-            return [Version.from_row(row) for row in cur]
+        rows = yield Statement(
+            f"SELECT {_VERSION_COLUMNS} FROM bitemporal.as_of(%s, %s, %s, %s)", args, dicts=True
+        )
+        return [Version.from_row(row) for row in rows]
 
+    @reads
     def resolve(
         self,
         key: Key,
@@ -169,7 +178,7 @@ class Facts:
         valid_at: Instant | None = None,
         known_at: Instant | None = None,
         now: Instant | None = None,
-    ) -> Answer:
+    ) -> Steps[Answer]:
         """Answer ``(valid_at, known_at)`` for ``key``, with status and interpretation.
 
         ``now`` is the present the interpretation is relative to (default: the
@@ -183,19 +192,18 @@ class Facts:
             to_optional_instant(now, name="now"),
         )
         # One statement, so the answer and its versions share one snapshot.
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                "SELECT a.status::text AS answer_status, a.value AS answer_value, "
-                "a.values AS answer_values, a.valid_at AS answer_valid_at, "
-                "a.known_at AS answer_known_at, a.interpretation::text AS answer_interpretation, "
-                "a.present AS answer_present, "
-                f"{', '.join('v.' + c for c in _VERSION_COLUMNS.split(', '))} "
-                "FROM bitemporal.resolve(%s, %s, %s, %s, %s) a "
-                "LEFT JOIN LATERAL bitemporal.as_of(%s, %s, a.valid_at, a.known_at) v ON true "
-                "ORDER BY v.version_id",
-                (*args, key.entity, key.attribute),
-            )
-            rows = cur.fetchall()
+        rows = yield Statement(
+            "SELECT a.status::text AS answer_status, a.value AS answer_value, "
+            "a.values AS answer_values, a.valid_at AS answer_valid_at, "
+            "a.known_at AS answer_known_at, a.interpretation::text AS answer_interpretation, "
+            "a.present AS answer_present, "
+            f"{', '.join('v.' + c for c in _VERSION_COLUMNS.split(', '))} "
+            "FROM bitemporal.resolve(%s, %s, %s, %s, %s) a "
+            "LEFT JOIN LATERAL bitemporal.as_of(%s, %s, a.valid_at, a.known_at) v ON true "
+            "ORDER BY v.version_id",
+            (*args, key.entity, key.attribute),
+            dicts=True,
+        )
         first = rows[0]
         versions = tuple(Version.from_row(r) for r in rows if r["version_id"] is not None)
         return Answer(
@@ -210,43 +218,44 @@ class Facts:
             now=first["answer_present"],
         )
 
-    def settled_knowledge_time(self) -> datetime:
+    @reads
+    def history(self, key: Key) -> Steps[list[Version]]:
+        """Every version of ``key``, superseded ones included, by version id."""
+        rows = yield Statement(
+            f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
+            "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
+            "JOIN bitemporal.fact_version w "
+            "ON w.version_id = h.version_id AND w.entity = h.entity "
+            "ORDER BY h.version_id",
+            (key.entity, key.attribute),
+            dicts=True,
+        )
+        return [Version.from_row(row) for row in rows]
+
+    @writes
+    def settled_knowledge_time(self) -> Steps[datetime]:
         """A knowledge time whose answers never change: no write in flight, and no later
         write, can commit knowledge at or before it. Ask with ``known_at`` at or before it
         (in a later statement: not inside a REPEATABLE READ transaction begun before the
         call). Calling it closes knowledge up to the time returned: a later write with an
         explicit ``known_at`` at or before it raises :class:`KnowledgeTimeInPastError`;
         writes without ``known_at`` are recorded after it."""
-        with self._atomic() as conn, cursor(conn) as cur:
-            row = cur.execute("SELECT bitemporal.settled_knowledge_time()").fetchone()
-        assert row is not None
+        row = one((yield Statement("SELECT bitemporal.settled_knowledge_time()")))
         settled: datetime = row[0]
         return settled
 
-    def version(self, version_id: int) -> Version | None:
+    @reads
+    def version(self, version_id: int) -> Steps[Version | None]:
         """The version with this id (None if there is none): what an
         :class:`~bitemporal.Invalidation` names."""
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM bitemporal.versions WHERE version_id = %s",
-                (version_id,),
-            )
-            row = cur.fetchone()
-            return None if row is None else Version.from_row(row)
+        rows = yield Statement(
+            f"SELECT {_VERSION_COLUMNS} FROM bitemporal.versions WHERE version_id = %s",
+            (version_id,),
+            dicts=True,
+        )
+        return None if not rows else Version.from_row(rows[0])
 
-    def history(self, key: Key) -> list[Version]:
-        """Every version of ``key``, superseded ones included, by version id."""
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
-                "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
-                "JOIN bitemporal.fact_version w "
-                "ON w.version_id = h.version_id AND w.entity = h.entity "
-                "ORDER BY h.version_id",
-                (key.entity, key.attribute),
-            )
-            return [Version.from_row(row) for row in cur]
-
+    @reads
     def explain(
         self,
         key: Key,
@@ -254,22 +263,32 @@ class Facts:
         valid_at: Instant | None = None,
         known_at: Instant | None = None,
         now: Instant | None = None,
-    ) -> Explanation:
+    ) -> Steps[Explanation]:
         """The answer object for an agent (:class:`~bitemporal.answers.Explanation`):
         :meth:`resolve`'s answer with alternatives, every eligible version with its
         evidence, the knowledge snapshot and explicit qualifications; JSON-serializable
         (``to_json()``), renderable to one sentence (``sentence()``), and able to check
         a reply (``check(text)``). See :mod:`bitemporal.answers`."""
-        return answers.fetch(self._reading, key, valid_at=valid_at, known_at=known_at, now=now)
+        return (yield from answers.fetch(key, valid_at=valid_at, known_at=known_at, now=now))
 
+    @reads
     def changes(
         self,
         known_from: Instant | None = None,
         known_to: Instant | None = None,
         *,
         key: Key | None = None,
-    ) -> list[Change]:
+    ) -> Steps[list[Change]]:
         """What the store learned, superseded or retracted in the knowledge window
         ``[known_from, known_to)`` (None: unbounded), for every key or one; see
         :mod:`bitemporal.changes`."""
-        return changes.fetch(self._reading, known_from, known_to, key=key)
+        return (yield from changes.fetch(known_from, known_to, key=key))
+
+
+class Facts(FactOperations, SyncRepository):
+    """The fact repository of :class:`~bitemporal.Store` (methods: :class:`FactOperations`)."""
+
+
+class AsyncFacts(FactOperations, AsyncRepository):
+    """The fact repository of :class:`~bitemporal.AsyncStore`: :class:`Facts`'s methods,
+    awaitable."""

@@ -33,14 +33,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from .adapters import cursor
 from .errors import InvalidArtifactError, UnknownArtifactError, check_optional_text
 from .jsonvalues import JSON, dumps
-from .model import Connector, Key, Version
+from .model import Key, Version
+from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 from .periods import Instant, to_optional_instant
 
 #: The channel a supersession or retraction is announced on (``LISTEN bitemporal_invalidation``).
@@ -182,13 +180,11 @@ def _artifact(row: dict[str, Any]) -> Artifact:
     )
 
 
-class Provenance:
-    """Derived artifacts, their inputs, and the invalidation list."""
+class ProvenanceOperations:
+    """Derived artifacts, their inputs, and the invalidation list; run by
+    :class:`Provenance` (sync API) and :class:`AsyncProvenance` (async API)."""
 
-    def __init__(self, atomic: Connector, reading: Connector) -> None:
-        self._atomic = atomic
-        self._reading = reading
-
+    @writes
     def record(
         self,
         kind: str,
@@ -199,7 +195,7 @@ class Provenance:
         detail: JSON = None,
         derived_at: Instant | None = None,
         recorded_by: str | None = None,
-    ) -> Artifact:
+    ) -> Steps[Artifact]:
         """Record that artifact ``(kind, ref)`` was derived, at ``derived_at`` (default:
         the transaction time), from these exact fact versions and/or artifacts.
 
@@ -214,23 +210,25 @@ class Provenance:
         artifact_ids = _ids(artifacts, "artifacts")
         at = to_optional_instant(derived_at, name="derived_at")
         # Built from the call alone: a writer role may run the function but not read the tables.
-        with self._atomic() as conn, cursor(conn) as cur:
-            row = cur.execute(
-                "SELECT bitemporal.record_artifact("
-                "%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
-                "coalesce(%s::timestamptz, now())",
-                (
-                    kind,
-                    ref,
-                    version_ids,
-                    artifact_ids,
-                    None if detail is None else Jsonb(detail, dumps=dumps),
-                    at,
-                    recorded_by,
-                    at,
-                ),
-            ).fetchone()
-        assert row is not None
+        row = one(
+            (
+                yield Statement(
+                    "SELECT bitemporal.record_artifact("
+                    "%s, %s, %s::bigint[], %s::bigint[], %s, %s, %s), "
+                    "coalesce(%s::timestamptz, now())",
+                    (
+                        kind,
+                        ref,
+                        version_ids,
+                        artifact_ids,
+                        None if detail is None else Jsonb(detail, dumps=dumps),
+                        at,
+                        recorded_by,
+                        at,
+                    ),
+                )
+            )
+        )
         return Artifact(
             artifact_id=row[0],
             kind=kind,
@@ -242,30 +240,42 @@ class Provenance:
             artifacts=tuple(sorted(set(artifact_ids))),
         )
 
-    def get(self, artifact_id: int) -> Artifact:
+    @reads
+    def get(self, artifact_id: int) -> Steps[Artifact]:
         """The artifact with this id (raises :class:`~bitemporal.errors.UnknownArtifactError`)."""
-        with self._reading() as conn:
-            return self._get(conn, artifact_id)
+        rows = yield Statement(
+            _ARTIFACT_QUERY.replace("{source}", "bitemporal.artifact").replace(
+                "{where}", "WHERE a.artifact_id = %s"
+            ),
+            (artifact_id,),
+            dicts=True,
+        )
+        if not rows:
+            raise UnknownArtifactError(f"unknown artifact {artifact_id}")
+        return _artifact(rows[0])
 
-    def retire(self, artifact_id: int, *, at: Instant | None = None) -> bool:
+    @writes
+    def retire(self, artifact_id: int, *, at: Instant | None = None) -> Steps[bool]:
         """Take an artifact out of use (rebuilt or thrown away) at ``at`` (default:
         the transaction time), so it leaves the stale list. False if it already was."""
-        with self._atomic() as conn:
-            row = conn.execute(
-                "SELECT bitemporal.retire_artifact(%s, %s)",
-                (artifact_id, to_optional_instant(at, name="at")),
-            ).fetchone()
-        assert row is not None
+        row = one(
+            (
+                yield Statement(
+                    "SELECT bitemporal.retire_artifact(%s, %s)",
+                    (artifact_id, to_optional_instant(at, name="at")),
+                )
+            )
+        )
         return bool(row[0])
 
-    def stale(self, known_at: Instant | None = None) -> list[StaleArtifact]:
+    @reads
+    def stale(self, known_at: Instant | None = None) -> Steps[list[StaleArtifact]]:
         """The invalidation list at ``known_at`` (default: now), by artifact id."""
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                "SELECT * FROM bitemporal.stale(%s)",
-                (to_optional_instant(known_at, name="known_at"),),
-            )
-            rows = cur.fetchall()
+        rows = yield Statement(
+            "SELECT * FROM bitemporal.stale(%s)",
+            (to_optional_instant(known_at, name="known_at"),),
+            dicts=True,
+        )
         stale: dict[int, StaleArtifact] = {}
         for row in rows:
             reason = StaleReason(
@@ -290,30 +300,27 @@ class Provenance:
             )
         return list(stale.values())
 
+    @reads
     def dependents(
         self, *, versions: Iterable[int | Version] = (), artifacts: Iterable[int | Artifact] = ()
-    ) -> list[Artifact]:
+    ) -> Steps[list[Artifact]]:
         """The artifacts in use derived, directly or transitively, from any of these
         versions or artifacts: what to rebuild when a notification names a version."""
-        with self._reading() as conn, cursor(conn, dict_row) as cur:
-            cur.execute(
-                _ARTIFACT_QUERY.replace(
-                    "{source}", "bitemporal.dependents(%s::bigint[], %s::bigint[])"
-                ).replace("{where}", ""),
-                (_ids(versions, "versions"), _ids(artifacts, "artifacts")),
-            )
-            return [_artifact(row) for row in cur]
+        rows = yield Statement(
+            _ARTIFACT_QUERY.replace(
+                "{source}", "bitemporal.dependents(%s::bigint[], %s::bigint[])"
+            ).replace("{where}", ""),
+            (_ids(versions, "versions"), _ids(artifacts, "artifacts")),
+            dicts=True,
+        )
+        return [_artifact(row) for row in rows]
 
-    @staticmethod
-    def _get(conn: psycopg.Connection[Any], artifact_id: int) -> Artifact:
-        with cursor(conn, dict_row) as cur:
-            cur.execute(
-                _ARTIFACT_QUERY.replace("{source}", "bitemporal.artifact").replace(
-                    "{where}", "WHERE a.artifact_id = %s"
-                ),
-                (artifact_id,),
-            )
-            row = cur.fetchone()
-        if row is None:
-            raise UnknownArtifactError(f"unknown artifact {artifact_id}")
-        return _artifact(row)
+
+class Provenance(ProvenanceOperations, SyncRepository):
+    """The provenance repository of :class:`~bitemporal.Store` (see
+    :class:`ProvenanceOperations`)."""
+
+
+class AsyncProvenance(ProvenanceOperations, AsyncRepository):
+    """The provenance repository of :class:`~bitemporal.AsyncStore`: :class:`Provenance`'s
+    methods, awaitable."""

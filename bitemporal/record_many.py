@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .adapters import cursor
 from .errors import (
     BatchError,
     BitemporalError,
@@ -31,7 +30,8 @@ from .errors import (
     check_optional_text,
 )
 from .jsonvalues import JSON
-from .model import Connector, Key, Recorded, check_key_part, json_text
+from .model import Key, Recorded, check_key_part, json_text
+from .operations import Copy, Statement, Steps
 from .periods import Instant, Period, to_optional_instant
 
 #: The fields of a row, in the order of the CSV header ``bitemporal import`` expects.
@@ -228,25 +228,20 @@ def batch_error(errors: list[tuple[int, str | None, str]], total: int) -> BatchE
 
 
 def record_many(
-    atomic: Connector,
     rows: Iterable[RecordRow | Mapping[str, Any]],
     *,
     max_errors: int = DEFAULT_MAX_ERRORS,
-) -> list[Recorded]:
-    """See :meth:`bitemporal.Facts.record_many`."""
+) -> Steps[list[Recorded]]:
+    """The steps of :meth:`bitemporal.Facts.record_many` (see :mod:`bitemporal.operations`):
+    run in one transaction."""
     if max_errors < 1:
         raise InvalidInputError(f"max_errors must be at least 1, not {max_errors}")
     staged = stage_all(rows, max_errors)
     if not staged:
         return []
-    with atomic() as conn:
-        conn.execute(_STAGING)
-        with cursor(conn) as cur:
-            with cur.copy(_COPY) as copy:
-                for row in staged:
-                    copy.write_row(row)
-            cur.execute(_MERGE, (max_errors,))
-            results = cur.fetchall()
+    yield Statement(_STAGING)
+    yield Copy(_COPY, staged)
+    results = yield Statement(_MERGE, (max_errors,))
     assert len(results) == len(staged), "record_many returned one result per row"
     return [
         Recorded(version_id, created, tuple(superseded), known_at)
@@ -271,15 +266,12 @@ SELECT r.line
        @> pg_catalog.tstzrange(r.valid_from, r.valid_to)"""
 
 
-def recorded_already(
-    reading: Connector, rows: Iterable[RecordRow | Mapping[str, Any]]
-) -> list[bool]:
-    """See :meth:`bitemporal.Facts.recorded_already`."""
+def recorded_already(rows: Iterable[RecordRow | Mapping[str, Any]]) -> Steps[list[bool]]:
+    """The steps of :meth:`bitemporal.Facts.recorded_already`."""
     staged = stage_all(rows)
     candidates = [row for row in staged if row[7] is not None]
     found: set[int] = set()
     if candidates:
         columns = [list(column) for column in zip(*candidates, strict=True)][:8]
-        with reading() as conn:
-            found = {line for (line,) in conn.execute(_RECORDED_ALREADY, columns)}
+        found = {line for (line,) in (yield Statement(_RECORDED_ALREADY, columns))}
     return [row[0] in found for row in staged]

@@ -6,71 +6,64 @@ A store is built on whatever connection the application already has:
   call is its own transaction, and :meth:`Store.transaction` groups calls;
 * ``Store(psycopg_connection)`` takes part in the caller's transaction;
 * ``Store(sqlalchemy_connection_or_session)`` does the same on the psycopg
-  connection underneath SQLAlchemy's.
+  connection underneath SQLAlchemy's;
+* ``Store(psycopg_pool.ConnectionPool(...))`` borrows a connection per call
+  (for threaded servers); :meth:`Store.transaction` keeps one for its block.
 
 Each write is atomic: a single statement on an idle autocommit connection is a
 transaction of its own; anything else runs inside ``connection.transaction()``,
 a savepoint inside the caller's transaction. So a refused write leaves the
-store, and the caller's transaction, exactly as they were.
+store, and the caller's transaction, exactly as they were. The repositories'
+methods are operations (:mod:`bitemporal.operations`) run by a
+:class:`~bitemporal.runners.Runner`; :class:`~bitemporal.AsyncStore` runs the
+same ones asynchronously.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
 import psycopg
-import sqlalchemy
-import sqlalchemy.orm
-from psycopg.pq import TransactionStatus
 
 from . import errors, migrations
-from .adapters import cursor
 from .app_tables import ApplicationTables
 from .database import database_url, psycopg_url
 from .decay import DecayPolicy, Memory, WindowPolicy
 from .evidence import Evidence
 from .facts import Facts
+from .operations import Statement, Steps, SyncRepository, one, reads
 from .provenance import Provenance
-
-Connectable = psycopg.Connection[Any] | sqlalchemy.Connection | sqlalchemy.orm.Session
-
-
-def _driver(connection: sqlalchemy.Connection) -> psycopg.Connection[Any]:
-    driver = connection.connection.driver_connection
-    if not isinstance(driver, psycopg.Connection):
-        raise TypeError("bitemporal needs SQLAlchemy's psycopg 3 driver: postgresql+psycopg://")
-    return driver
+from .runners import Connectable, Runner
 
 
-def _connection_getter(connection: Connectable) -> Callable[[], psycopg.Connection[Any]]:
-    if isinstance(connection, psycopg.Connection):
-        return lambda: connection
-    if isinstance(connection, sqlalchemy.orm.Session):
-        # A Session may hand out a new Connection per transaction: look it up per call.
-        return lambda: _driver(connection.connection())
-    if isinstance(connection, sqlalchemy.Connection):
-        return lambda: _driver(connection)
-    raise TypeError(
-        "Store needs a psycopg Connection or a SQLAlchemy Connection or Session, "
-        f"not {type(connection).__name__}"
-    )
+class StoreOperations:
+    """What :class:`Store` and :class:`~bitemporal.AsyncStore` share beyond their repositories."""
+
+    @reads
+    def now(self) -> Steps[datetime]:
+        """The database's present: its transaction time (``now()``)."""
+        now: datetime = one((yield Statement("SELECT now()")))[0]
+        return now
 
 
-class Store:
-    """Repositories over one database connection (see the module docstring)."""
+class Store(StoreOperations, SyncRepository):
+    """Repositories over one database connection or pool (see the module docstring)."""
+
+    _runner: Runner
 
     def __init__(self, connection: Connectable, *, owns_connection: bool = False) -> None:
-        self._get = _connection_getter(connection)
+        runner = Runner(connection)
+        super().__init__(runner)
         self._owns = owns_connection
-        self.facts = Facts(self._writing, self._reading, self._atomic)
-        self.evidence = Evidence(self._writing, self._reading)
-        self.provenance = Provenance(self._writing, self._reading)
-        self.app_tables = ApplicationTables(self._writing, self._reading)
+        self.facts = Facts(runner)
+        self.evidence = Evidence(runner)
+        self.provenance = Provenance(runner)
+        self.app_tables = ApplicationTables(runner)
 
     @property
     def tables(self) -> ApplicationTables:
@@ -84,46 +77,15 @@ class Store:
 
     @property
     def connection(self) -> psycopg.Connection[Any]:
-        """The psycopg connection calls go through."""
-        return self._get()
-
-    @contextmanager
-    def _atomic(self) -> Iterator[psycopg.Connection[Any]]:
-        conn = self._get()
-        with errors.translate():
-            if not conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-                # Outside autocommit, psycopg's transaction() on an idle connection
-                # would commit on exit; open the caller's implicit transaction first
-                # so that the block is a savepoint inside it.
-                conn.execute("SELECT 1")
-            with conn.transaction():
-                yield conn
-
-    @contextmanager
-    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
-        """For a write that is one statement (one SQL function call).
-
-        On an autocommit connection with no transaction open, the statement is
-        already a transaction of its own: BEGIN/COMMIT around it would only add
-        two round trips. Otherwise it runs in :meth:`_atomic`.
-        """
-        conn = self._get()
-        if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-            with errors.translate():
-                yield conn
-        else:
-            with self._atomic() as conn:
-                yield conn
-
-    @contextmanager
-    def _reading(self) -> Iterator[psycopg.Connection[Any]]:
-        with errors.translate():
-            yield self._get()
+        """The psycopg connection calls go through (on a pool: the one of the
+        :meth:`transaction` block around the call)."""
+        with self._runner.connection() as conn:
+            return conn
 
     @contextmanager
     def transaction(self) -> Iterator[Store]:
         """Group several calls into one transaction (a savepoint if one is open)."""
-        with self._atomic():
+        with self._runner.transaction():
             yield self
 
     def memory(
@@ -137,20 +99,12 @@ class Store:
         raises :class:`~bitemporal.errors.PolicyMismatchError`), because its
         items' crossing turns were computed under it. See :mod:`bitemporal.decay`.
         """
-        return Memory(namespace, policy, self._writing, self._reading)
-
-    def now(self) -> datetime:
-        """The database's present: its transaction time (``now()``)."""
-        with errors.translate(), cursor(self._get()) as cur:
-            row = cur.execute("SELECT now()").fetchone()
-        assert row is not None
-        now: datetime = row[0]
-        return now
+        return Memory(namespace, policy, self._runner)
 
     def close(self) -> None:
         """Close the connection if the store opened it."""
         if self._owns:
-            self._get().close()
+            self._runner.source.close()
 
     def __enter__(self) -> Self:
         return self

@@ -1,0 +1,160 @@
+"""Repository operations written once, for the sync and the async API.
+
+Each repository method (``Facts.record``, ``Memory.step``, ...) is written as a
+generator decorated with :func:`operation`: it checks its arguments, yields the
+statements it needs (:class:`Statement`, :class:`Copy`), receives each one's rows
+and returns the decoded result. It never touches a connection. A runner
+(:mod:`bitemporal.runners`) executes it: :class:`~bitemporal.runners.Runner`
+for :class:`~bitemporal.Store`, :class:`~bitemporal.runners.AsyncRunner` for
+:class:`~bitemporal.AsyncStore`. So the SQL, its arguments and the decoding of
+its rows exist once, and the two APIs cannot drift apart.
+
+On a repository of the sync API (:class:`SyncRepository`) an operation is a
+method returning its result; on one of the async API (:class:`AsyncRepository`)
+the same method returns an awaitable. Arguments are checked when the method is
+called, before any I/O: the async API raises a bad argument at the call, as the
+sync API does, not at the ``await``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Access(Enum):
+    """How an operation uses the connection (see :mod:`bitemporal.runners`)."""
+
+    #: Reads only.
+    READ = "read"
+    #: Writes with one statement: alone on an idle autocommit connection, else atomic.
+    WRITE = "write"
+    #: Several statements that must be atomic together.
+    TRANSACTION = "transaction"
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement; the runner sends back its rows (a list, empty if it returns none),
+    as tuples, or as dicts when ``dicts``."""
+
+    sql: Any  # str or a psycopg.sql.Composable
+    params: Any = None
+    dicts: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """``COPY ... FROM STDIN`` of ``rows``; the runner sends back an empty list."""
+
+    sql: str
+    rows: Iterable[tuple[Any, ...]]
+
+
+Step = Statement | Copy
+#: What an operation's generator is: it yields steps, receives rows, returns ``T``.
+Steps = Generator[Step, Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class Done(Generic[T]):
+    """An operation's result (the generator has returned)."""
+
+    value: T
+
+
+def start(steps: Steps[T]) -> Step | Done[T]:
+    """Run an operation up to its first statement (its checks, no I/O)."""
+    return advance(steps, None)
+
+
+def advance(steps: Steps[T], rows: Any) -> Step | Done[T]:
+    """Send ``rows`` (None to start) into an operation: its next step, or its result."""
+    try:
+        return steps.send(rows)
+    except StopIteration as stop:
+        return Done(stop.value)
+
+
+def one(rows: list[Any]) -> Any:
+    """The single row a statement returns."""
+    assert len(rows) == 1, "the statement returns exactly one row"
+    return rows[0]
+
+
+class SyncRunning(Protocol):
+    """What runs an operation for the sync API (:class:`bitemporal.runners.Runner`)."""
+
+    def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T: ...
+
+
+class AsyncRunning(Protocol):
+    """What runs an operation for the async API (:class:`bitemporal.runners.AsyncRunner`)."""
+
+    def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> Awaitable[T]: ...
+
+
+class SyncRepository:
+    """A repository of the sync API: operations return their results."""
+
+    def __init__(self, runner: SyncRunning) -> None:
+        self._runner = runner
+
+
+class AsyncRepository:
+    """A repository of the async API: operations return awaitables."""
+
+    def __init__(self, runner: AsyncRunning) -> None:
+        self._runner = runner
+
+
+class operation(Generic[P, T]):
+    """Make a generator method (see the module docstring) a repository method.
+
+    ``access`` says how it uses the connection.
+    """
+
+    def __init__(self, access: Access, build: Callable[Concatenate[Any, P], Steps[T]]) -> None:
+        self.access = access
+        self.build = build
+        functools.update_wrapper(self, build)  # type: ignore[arg-type]
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> operation[P, T]: ...
+    @overload
+    def __get__(self, instance: AsyncRepository, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
+    @overload
+    def __get__(self, instance: SyncRepository, owner: type[Any]) -> Callable[P, T]: ...
+
+    def __get__(self, instance: Any, owner: type[Any]) -> Any:
+        if instance is None:
+            return self
+        runner = instance._runner
+
+        @functools.wraps(self.build)
+        def method(*args: Any, **kwargs: Any) -> Any:
+            steps = self.build(instance, *args, **kwargs)
+            return runner.run(self.access, steps, start(steps))
+
+        return method
+
+
+def reads(build: Callable[Concatenate[Any, P], Steps[T]]) -> operation[P, T]:
+    """An operation that only reads."""
+    return operation(Access.READ, build)
+
+
+def writes(build: Callable[Concatenate[Any, P], Steps[T]]) -> operation[P, T]:
+    """An operation that writes with one statement."""
+    return operation(Access.WRITE, build)
+
+
+def transaction(build: Callable[Concatenate[Any, P], Steps[T]]) -> operation[P, T]:
+    """An operation whose statements must be atomic together."""
+    return operation(Access.TRANSACTION, build)

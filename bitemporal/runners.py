@@ -1,0 +1,267 @@
+"""The two executors of repository operations (:mod:`bitemporal.operations`):
+:class:`Runner` for the sync API, :class:`AsyncRunner` for the async API.
+
+A runner knows where connections come from (one connection, a pool, or a
+SQLAlchemy connection or session) and how a call uses one:
+
+* a read runs as it is;
+* a write that is one statement runs alone on an idle autocommit connection
+  (it is a transaction of its own: BEGIN/COMMIT would only add round trips),
+  and inside ``connection.transaction()`` otherwise;
+* several statements run inside ``connection.transaction()``: a transaction,
+  or a savepoint inside the caller's. On an idle connection outside
+  autocommit, the caller's implicit transaction is opened first, so that the
+  block is a savepoint in it rather than a transaction committed at its end.
+
+So a refused write leaves the store, and the caller's transaction, as they
+were. With a pool, each call borrows a connection (the pool commits it when it
+is given back) except inside :meth:`Runner.transaction`, which keeps one
+connection for its block, per thread or asyncio task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+import sqlalchemy
+import sqlalchemy.ext.asyncio
+import sqlalchemy.orm
+from psycopg.pq import TransactionStatus
+from psycopg.rows import RowFactory, dict_row, tuple_row
+
+from . import errors
+from .adapters import async_cursor, cursor
+from .operations import Access, Copy, Done, Statement, Step, Steps, advance
+
+T = TypeVar("T")
+
+#: What the sync API runs on.
+Connectable = (
+    psycopg.Connection[Any]
+    | psycopg_pool.ConnectionPool[Any]
+    | sqlalchemy.Connection
+    | sqlalchemy.orm.Session
+)
+#: What the async API runs on.
+AsyncConnectable = (
+    psycopg.AsyncConnection[Any]
+    | psycopg_pool.AsyncConnectionPool[Any]
+    | sqlalchemy.ext.asyncio.AsyncConnection
+    | sqlalchemy.ext.asyncio.AsyncSession
+)
+
+
+def plan(
+    access: Access, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+) -> tuple[bool, bool]:
+    """``(begin, atomic)`` for a call: whether to open the caller's implicit transaction
+    first, and whether to run inside ``connection.transaction()`` (module docstring)."""
+    idle = conn.info.transaction_status == TransactionStatus.IDLE
+    if access is Access.READ or (access is Access.WRITE and conn.autocommit and idle):
+        return False, False
+    return (not conn.autocommit and idle), True
+
+
+#: Opens the caller's implicit transaction (see :func:`plan`).
+BEGIN_IMPLICIT = "SELECT 1"
+
+
+def _rows(step: Step) -> RowFactory[Any]:
+    return dict_row if isinstance(step, Statement) and step.dicts else tuple_row
+
+
+@contextmanager
+def _pinned_to(pinned: ContextVar[Any], conn: Any, pool: bool) -> Iterator[None]:
+    # Only a pool hands out another connection per call.
+    if not pool:
+        yield
+        return
+    token = pinned.set(conn)
+    try:
+        yield
+    finally:
+        pinned.reset(token)
+
+
+def _driver(connection: sqlalchemy.Connection) -> psycopg.Connection[Any]:
+    driver = connection.connection.driver_connection
+    if not isinstance(driver, psycopg.Connection):
+        raise TypeError("bitemporal needs SQLAlchemy's psycopg 3 driver: postgresql+psycopg://")
+    return driver
+
+
+async def _async_driver(
+    connection: sqlalchemy.ext.asyncio.AsyncConnection,
+) -> psycopg.AsyncConnection[Any]:
+    driver = (await connection.get_raw_connection()).driver_connection
+    if not isinstance(driver, psycopg.AsyncConnection):
+        raise TypeError(
+            "bitemporal needs SQLAlchemy's async psycopg 3 driver: postgresql+psycopg_async://"
+        )
+    return driver
+
+
+def _leaser(source: Connectable) -> Callable[[], AbstractContextManager[psycopg.Connection[Any]]]:
+    if isinstance(source, psycopg.Connection):
+        return lambda: nullcontext(source)
+    if isinstance(source, psycopg_pool.ConnectionPool):
+        return source.connection
+    if isinstance(source, sqlalchemy.orm.Session):
+        # A Session may hand out a new Connection per transaction: look it up per call.
+        return lambda: nullcontext(_driver(source.connection()))
+    if isinstance(source, sqlalchemy.Connection):
+        return lambda: nullcontext(_driver(source))
+    raise TypeError(
+        "Store needs a psycopg Connection or ConnectionPool, or a SQLAlchemy Connection or "
+        f"Session, not {type(source).__name__}"
+    )
+
+
+def _async_leaser(
+    source: AsyncConnectable,
+) -> Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]]:
+    if isinstance(source, psycopg.AsyncConnection):
+        return lambda: nullcontext(source)
+    if isinstance(source, psycopg_pool.AsyncConnectionPool):
+        return source.connection
+
+    @asynccontextmanager
+    async def sqlalchemy_driver() -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        connection = source
+        if isinstance(connection, sqlalchemy.ext.asyncio.AsyncSession):
+            connection = await connection.connection()
+        yield await _async_driver(connection)
+
+    if isinstance(
+        source, sqlalchemy.ext.asyncio.AsyncSession | sqlalchemy.ext.asyncio.AsyncConnection
+    ):
+        return sqlalchemy_driver
+    raise TypeError(
+        "AsyncStore needs a psycopg AsyncConnection or AsyncConnectionPool, or a SQLAlchemy "
+        f"AsyncConnection or AsyncSession, not {type(source).__name__}"
+    )
+
+
+def _execute(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
+    with cursor(conn, _rows(step)) as cur:
+        if isinstance(step, Copy):
+            with cur.copy(step.sql) as copy:
+                for row in step.rows:
+                    copy.write_row(row)
+            return []
+        cur.execute(step.sql, step.params)
+        return cur.fetchall() if cur.description is not None else []
+
+
+async def _execute_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[Any]:
+    async with async_cursor(conn, _rows(step)) as cur:
+        if isinstance(step, Copy):
+            async with cur.copy(step.sql) as copy:
+                for row in step.rows:
+                    await copy.write_row(row)
+            return []
+        await cur.execute(step.sql, step.params)
+        return await cur.fetchall() if cur.description is not None else []
+
+
+class Runner:
+    """Runs operations for the sync API on a connection, a pool, or SQLAlchemy's."""
+
+    def __init__(self, source: Connectable) -> None:
+        self.source = source
+        self._lease = _leaser(source)
+        self._pinned: ContextVar[psycopg.Connection[Any] | None] = ContextVar(
+            "bitemporal_connection", default=None
+        )
+        self._pool = isinstance(source, psycopg_pool.ConnectionPool)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """The connection for a call: the transaction's, else one borrowed (or the only one)."""
+        pinned = self._pinned.get()
+        with nullcontext(pinned) if pinned is not None else self._lease() as conn:
+            yield conn
+
+    @contextmanager
+    def block(self, access: Access) -> Iterator[psycopg.Connection[Any]]:
+        """A connection prepared for ``access``, errors translated (module docstring)."""
+        with errors.translate(), self.connection() as conn:
+            begin, atomic = plan(access, conn)
+            if begin:
+                conn.execute(BEGIN_IMPLICIT)
+            with conn.transaction() if atomic else nullcontext():
+                yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction (a savepoint if one is open) for every call in the block."""
+        with self.block(Access.TRANSACTION) as conn, _pinned_to(self._pinned, conn, self._pool):
+            yield conn
+
+    def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T:
+        """Execute an operation (see :mod:`bitemporal.operations`)."""
+        if isinstance(first, Done):
+            return first.value
+        with self.block(access) as conn:
+            step: Step | Done[T] = first
+            while not isinstance(step, Done):
+                step = advance(steps, _execute(conn, step))
+            return step.value
+
+
+class AsyncRunner:
+    """Runs operations for the async API on a connection, a pool, or SQLAlchemy's."""
+
+    def __init__(self, source: AsyncConnectable) -> None:
+        self.source = source
+        self._lease = _async_leaser(source)
+        self._pinned: ContextVar[psycopg.AsyncConnection[Any] | None] = ContextVar(
+            "bitemporal_async_connection", default=None
+        )
+        self._pool = isinstance(source, psycopg_pool.AsyncConnectionPool)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The connection for a call: the transaction's, else one borrowed (or the only one)."""
+        pinned = self._pinned.get()
+        async with nullcontext(pinned) if pinned is not None else self._lease() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def block(self, access: Access) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection prepared for ``access``, errors translated (module docstring)."""
+        with errors.translate():
+            async with self.connection() as conn:
+                begin, atomic = plan(access, conn)
+                if begin:
+                    await conn.execute(BEGIN_IMPLICIT)
+                async with conn.transaction() if atomic else nullcontext():
+                    yield conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """One transaction (a savepoint if one is open) for every call in the block."""
+        async with self.block(Access.TRANSACTION) as conn:
+            with _pinned_to(self._pinned, conn, self._pool):
+                yield conn
+
+    async def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T:
+        """Execute an operation (see :mod:`bitemporal.operations`)."""
+        if isinstance(first, Done):
+            return first.value
+        async with self.block(access) as conn:
+            step: Step | Done[T] = first
+            while not isinstance(step, Done):
+                step = advance(steps, await _execute_async(conn, step))
+            return step.value

@@ -1,0 +1,5 @@
+"""tests/integration/test_provenance.py, run against the async API (see conftest.py)."""
+
+from tests.integration.async_api.conftest import shared
+
+globals().update(shared("test_provenance"))
