@@ -37,6 +37,7 @@ from .alembic_ops import (
     DropBitemporalTableOp,
     RefreshBitemporalTableOp,
 )
+from .metadata import metadata as store_metadata
 from .migrations import SCHEMAS
 from .orm import Bitemporal
 
@@ -162,6 +163,10 @@ def _managed(op: ops.MigrateOperation, schema: str, table: str, registry: _Regis
 
 
 def _rewrite(autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: Any) -> Any:
+    if autogen_context.metadata is store_metadata:
+        # The library's own drift check (tests/migrations/test_drift.py) compares its
+        # schema with its own table descriptions: nothing there may be hidden.
+        return _CONTINUE
     connection = autogen_context.connection
     assert connection is not None
     default = str(connection.dialect.default_schema_name)

@@ -15,6 +15,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, pool
 
+# Imported as an application's env.py would: its comparator (registered globally) must
+# hide nothing from the comparison of the library's own metadata.
+import bitemporal.alembic_autogenerate  # noqa: F401
 from bitemporal.database import sqlalchemy_url
 from bitemporal.metadata import SCHEMA, metadata
 
