@@ -1,6 +1,6 @@
 """The value types every part of the store shares: keys, versions, answers and their
-statuses, the kinds of change, the connector the repositories read and write through,
-and the checks a key part or a value passes before it reaches SQL.
+statuses, the kinds of change, and the checks a key part or a value passes before it
+reaches SQL.
 
 This module sits below every repository (facts, changes, answers, evidence, ...): it
 imports nothing of the package but errors, jsonvalues and periods.
@@ -8,21 +8,14 @@ imports nothing of the package but errors, jsonvalues and periods.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-import psycopg
-
 from .errors import InvalidKeyError, InvalidValueError, check_text
 from .jsonvalues import JSON, dumps
 from .periods import Period
-
-#: Opens a block on the store's connection (see bitemporal.store).
-Connector = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
 
 
 class Status(StrEnum):
