@@ -52,16 +52,21 @@ class WheelEnvironment:
         return env
 
     def run(
-        self, *args: str | Path, cwd: Path, check: bool = True, timeout: float = 180
+        self,
+        *args: str | Path,
+        cwd: Path,
+        check: bool = True,
+        timeout: float = 180,
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """``args`` run in the environment (``args[0]`` a program of its ``bin``, or any
-        path), from ``cwd``."""
+        path), from ``cwd``, with ``env`` added to its environment variables."""
         program = self.bin / str(args[0])
         command = [str(program if program.exists() else args[0]), *map(str, args[1:])]
         return subprocess.run(
             command,
             cwd=cwd,
-            env=self.environ(),
+            env={**self.environ(), **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -13,6 +13,7 @@ downgrades, type changes) in-process, against the checkout."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from decimal import Decimal
 from pathlib import Path
@@ -338,3 +339,58 @@ def test_the_wheels_cli_fails_in_one_line(app: App) -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+# The checkout's pytest settings that matter here; `pythonpath = .` is the scratch directory.
+PYTEST_INI = """[pytest]
+pythonpath = .
+addopts = -p no:cacheprovider --strict-markers
+markers =
+    vector: needs the pgvector extension
+    slow: takes more than a few seconds
+filterwarnings =
+    error
+    ignore::DeprecationWarning
+    ignore::PendingDeprecationWarning
+    error::DeprecationWarning:bitemporal
+    ignore:XDG_RUNTIME_DIR is not set
+"""
+
+
+def test_the_example_services_tests_pass_from_the_wheel(
+    wheel_environment: WheelEnvironment, tmp_path: Path, server_url: str
+) -> None:
+    """tests/integration/test_example_service.py, with the test fixtures it needs and the
+    example service, copied to a scratch directory and run by the wheel's interpreter
+    against this session's server (its fixtures migrate their template database with the
+    wheel's migrations)."""
+    for name in (
+        "tests/conftest.py",
+        "tests/helpers.py",
+        "tests/integration/test_example_service.py",
+        "examples/service/__init__.py",
+        "examples/service/app.py",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "pytest.ini").write_text(PYTEST_INI)
+    result = wheel_environment.run(
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "tests/integration/test_example_service.py",
+        cwd=tmp_path,
+        check=False,
+        env={"BITEMPORAL_TEST_DATABASE_URL": server_url},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout and "failed" not in result.stdout, result.stdout
+    # And the service ran the wheel's library.
+    where = wheel_environment.run(
+        "python",
+        "-c",
+        "import examples.service.app as app; print(app.bitemporal.__file__)",
+        cwd=tmp_path,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(wheel_environment.site_packages)
