@@ -72,6 +72,13 @@ def _instant_arg(text: str) -> Instant:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _url_arg(text: str) -> str:
+    # An empty --url (say, of an unset shell variable) would otherwise mean "no --url".
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the database URL is empty")
+    return text
+
+
 def _count_arg(text: str) -> int:
     try:
         return int(text)
@@ -266,7 +273,12 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    demo.run(sys.stdout, getattr(args, "url", None))
+    # The demo makes its own scratch database on the server: the driver's errors there
+    # (an unreachable server, a malformed URL) are those of _open's.
+    try:
+        demo.run(sys.stdout, getattr(args, "url", None))
+    except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
+        raise _unreachable(exc) from exc
     return 0
 
 
@@ -288,6 +300,7 @@ def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--url",
+        type=_url_arg,
         default=argparse.SUPPRESS,
         help="database URL (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, "
         "else an embedded PostgreSQL 18, with a note on stderr)",

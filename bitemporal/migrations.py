@@ -503,7 +503,8 @@ def require_head(conn: psycopg.Connection[Any]) -> None:
 def sql_script(
     revision: str = "head", *, start: str | None = None, partitions: int | None = None
 ) -> str:
-    """The SQL that upgrading to ``revision`` runs (offline mode), for a DBA to review."""
+    """The SQL that upgrading to ``revision`` runs (offline mode), for a DBA to review.
+    An unknown ``revision`` or ``start`` raises :class:`~bitemporal.MigrationError`."""
     buffer = io.StringIO()
     cfg = config(output=buffer)
     cfg.set_main_option("sqlalchemy.url", "postgresql+psycopg://")
@@ -511,5 +512,6 @@ def sql_script(
     if partitions is not None:
         # As `alembic -x partitions=N` would pass it to env.py.
         cfg.cmd_opts = Namespace(x=[f"partitions={partitions}"])
-    command.upgrade(cfg, revision if start is None else f"{start}:{revision}", sql=True)
+    with translated(f"cannot write the SQL of upgrading to {revision!r}"):
+        command.upgrade(cfg, revision if start is None else f"{start}:{revision}", sql=True)
     return buffer.getvalue()

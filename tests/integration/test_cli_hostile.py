@@ -1,13 +1,45 @@
 """Hostile command lines and import files: each ends in one line ``bitemporal: error: ...``
 on stderr (exit 2 for a malformed command line, 1 for a refused or failed operation), never
-a traceback, and leaves the store as it was."""
+a traceback, and leaves the store as it was.
+
+The error paths of bitemporal/cli.py and where they are exercised:
+
+* ``_Parser.error`` (argparse: missing/unknown arguments, commands, choices), exit 2:
+  "no command", "unknown option", "db bad subcommand", "import bad --format", ...;
+* ``_instant_arg``, ``_count_arg``, ``_url_arg`` (a bad time, count, empty URL), exit 2:
+  "record bad date", "resolve bad now", "import batch size 5000 digits", "empty --url";
+* ``parse_value`` (not JSON, a number too long, nesting too deep), exit 1: "record not
+  JSON", "record 5000-digit integer", "record deep nesting";
+* ``_open`` / ``_unreachable`` (no server, malformed or foreign URL, missing database),
+  exit 1: "unreachable server", "malformed URL", ..., and
+  :func:`test_the_unreachable_server_of_issue_13` through the console script;
+* ``_db`` (offline ``db sql`` errors, an unknown revision, a server error), exit 1: "db sql
+  unknown revision", "db upgrade unknown revision", "db upgrade on an unreachable server",
+  ...; a downgrade dropping data without ``--force``: tests/migrations/test_downgrade_guard.py;
+* ``_demo`` (its scratch database on an unreachable server), exit 1: "demo on an unreachable
+  server", "demo malformed URL";
+* a BitemporalError of the store (every command), exit 1: the record/retract/resolve/history
+  cases; an unmigrated database: test_cli.py's ``test_the_embedded_database_is_announced``;
+* ``_import``'s ImportFailed (the error line, then the bad rows indented), exit 1: the
+  "import <file>" cases;
+* ``main``'s OSError (a file to read or write), exit 1: "plot into a missing directory",
+  "import a directory", ...; the plot extra missing (ConfigurationError):
+  :func:`test_plot_without_matplotlib`;
+* ``main``'s KeyboardInterrupt, exit 130:
+  :func:`test_an_interrupted_import_is_one_line_and_writes_nothing`;
+* ``main``'s last resort (any other exception, "unexpected ... please report this") is
+  reached by no known input: every case asserts it was not used.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -222,6 +254,21 @@ CASES: list[tuple[str, list[str], int]] = [
     ("db downgrade without a revision", ["db", "downgrade"], USAGE),
     ("db upgrade --partitions not a number", ["db", "upgrade", "--partitions", "x"], USAGE),
     ("bench is no command (python -m benchmarks)", ["bench", "facts"], USAGE),
+    ("empty --url", ["--url", "", "resolve", "hostile:e", "a"], USAGE),
+    ("empty --url after the command", ["history", "hostile:e", "a", "--url", " "], USAGE),
+    ("demo on an unreachable server", ["--url", UNREACHABLE, "demo"], FAILURE),
+    ("demo malformed URL", ["--url", "postgresql://127.0.0.1:port/x", "demo"], FAILURE),
+    ("demo not a PostgreSQL URL", ["--url", "mysql://127.0.0.1/x", "demo"], FAILURE),
+    ("db sql unknown revision", ["db", "sql", "nosuchrev"], FAILURE),
+    ("db sql unknown start", ["db", "sql", "--start", "nosuchrev"], FAILURE),
+    ("db sql negative partitions", ["db", "sql", "--partitions", "-3"], FAILURE),
+    ("db upgrade unknown revision", ["db", "upgrade", "nosuchrev"], FAILURE),
+    ("db downgrade unknown revision", ["db", "downgrade", "nosuchrev"], FAILURE),
+    ("db upgrade too many partitions", ["db", "upgrade", "--partitions", "5000"], FAILURE),
+    ("db bad subcommand", ["db", "frobnicate"], USAGE),
+    ("plot without -o", ["plot", "{key}"], USAGE),
+    ("resolve bad now", ["resolve", "{key}", "--now", "soon"], USAGE),
+    ("history without attribute", ["history", "hostile:e"], USAGE),
 ]
 
 
@@ -331,3 +378,95 @@ def test_the_installed_command_prints_no_traceback(database_url: str, argv: list
     err = result.stderr.decode("utf-8", "replace")
     assert result.returncode == FAILURE and "Traceback" not in err
     assert err.startswith("bitemporal: error: ") and len(err.splitlines()) == 1, err
+
+
+def test_the_unreachable_server_of_issue_13() -> None:
+    """``bitemporal --url postgresql://127.0.0.1:1/x resolve E A``, exactly, through the
+    installed console script: exit 1, nothing on stdout, exactly one line on stderr."""
+    script = Path(sys.executable).parent / "bitemporal"
+    result = subprocess.run(
+        [str(script), "--url", "postgresql://127.0.0.1:1/x", "resolve", "E", "A"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == FAILURE and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n"), result.stderr
+    assert result.stderr.startswith("bitemporal: error: cannot connect to the database: ")
+    assert "Connection refused" in result.stderr
+
+
+def test_plot_without_matplotlib(database_url: str, seeded: Key, tmp_path: Path) -> None:
+    """The plot extra not installed (matplotlib made unimportable in the process): one line
+    naming the extra to install, no file."""
+    blocked = (
+        "import sys; sys.modules['matplotlib'] = None; "
+        "from bitemporal.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    output = tmp_path / "plot.png"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            blocked,
+            "--url",
+            database_url,
+            "plot",
+            seeded.entity,
+            seeded.attribute,
+            "-o",
+            str(output),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == FAILURE and result.stdout == "", result.stderr
+    assert result.stderr.splitlines() == [
+        "bitemporal: error: drawing needs matplotlib (pip install 'bitemporal[plot]')"
+    ]
+    assert not output.exists()
+
+
+def test_an_interrupted_import_is_one_line_and_writes_nothing(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) while the import waits for its input (a named pipe): exit 130, one
+    line, and the batch read so far is not written."""
+    fifo = tmp_path / "facts.jsonl"
+    os.mkfifo(fifo)
+    entity = f"hostile:{uuid.uuid4().hex}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bitemporal", "--url", database_url, "import", str(fifo), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Opening the pipe for writing succeeds once the import has opened it for reading.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        os.write(writer, _jsonl(entity=entity).encode())  # a row, then silence
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        os.close(writer)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert err == "bitemporal: error: interrupted\n" and out == ""
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM bitemporal.fact_key WHERE entity = %s", (entity,)
+        ).fetchone() == (0,)

@@ -13,6 +13,7 @@ import pytest
 from bitemporal import (
     AppendOnlyError,
     BitemporalError,
+    InvalidInputError,
     InvalidKeyError,
     InvalidPeriodError,
     InvalidTimeError,
@@ -171,6 +172,42 @@ def test_unknown_key(store: Store, key: Key) -> None:
         store.facts.retract(key, source="policy")
     # A raw filter, not a question: nothing eligible.
     assert store.facts.as_of(key) == []
+
+
+@pytest.mark.parametrize(
+    "version_id", ["1", 1.0, 1.5, True, None, b"1", [1], -1, 0, -(2**63), 2**63]
+)
+def test_malformed_version_id(store: Store, seeded: Key, version_id: object) -> None:
+    """An id that is not a whole number a version could have (bigint, from 1) is refused
+    before the database, naming the argument; the connection stays usable."""
+    error = unchanged(
+        store,
+        seeded,
+        InvalidInputError,
+        lambda: store.facts.version(version_id),  # type: ignore[arg-type]
+    )
+    assert str(error).startswith(
+        f"version_id must be a whole number from 1 to {2**63 - 1}, not {version_id!r}"
+    )
+    [recorded] = store.facts.history(seeded)
+    assert store.facts.version(recorded.version_id) is not None
+
+
+def test_version_by_id(store: Store, seeded: Key) -> None:
+    """A version is found by its id; an id no version has (nor ever had) answers None, as
+    documented, whatever the id's size."""
+    [recorded] = store.facts.history(seeded)
+    found = store.facts.version(recorded.version_id)
+    assert found is not None
+    assert (found.version_id, found.key, found.value, found.source) == (
+        recorded.version_id,
+        seeded,
+        50,
+        "policy",
+    )
+    before = snapshot(store.connection, seeded)
+    assert store.facts.version(2**63 - 1) is None
+    assert snapshot(store.connection, seeded) == before
 
 
 @pytest.mark.parametrize("entity", ["", "a\x00b", "x" * 1025, 42])
