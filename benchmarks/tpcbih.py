@@ -209,12 +209,21 @@ def _count(conn: psycopg.Connection[Any], schema: str) -> int:
 
 # -- Questions --------------------------------------------------------------------------
 
-LOOKUP_PLAIN = "SELECT * FROM tpch_plain.customer WHERE c_custkey = %s"
-LOOKUP_AS_OF = "SELECT * FROM tpch.customer_as_of(%s, %s) WHERE c_custkey = %s"
+# The casts: psycopg sends a small Python int as smallint, and the GiST index's bigint
+# operator class has no cross-type operators, so `c_custkey = 5::smallint` would be a filter.
+LOOKUP_PLAIN = "SELECT * FROM tpch_plain.customer WHERE c_custkey = %s::bigint"
+LOOKUP_AS_OF = (
+    "SELECT * FROM tpch.customer_as_of(%s::timestamptz, %s::timestamptz) "
+    "WHERE c_custkey = %s::bigint"
+)
 HISTORY = "SELECT * FROM tpch.customer_history(c_custkey => %s::bigint)"
-RANGE_SCAN = "SELECT * FROM tpch_plain.orders WHERE o_orderkey >= %s ORDER BY o_orderkey LIMIT %s"
+RANGE_SCAN = (
+    "SELECT * FROM tpch_plain.orders WHERE o_orderkey >= %s::bigint ORDER BY o_orderkey LIMIT %s"
+)
 CHANGES = " UNION ALL ".join(
-    f"SELECT '{t}' AS t, change, version_id FROM tpch.{t}_changes(%(from)s, %(to)s)" for t in TABLES
+    f"SELECT '{t}' AS t, change, version_id "
+    f"FROM tpch.{t}_changes(%(from)s::timestamptz, %(to)s::timestamptz)"
+    for t in TABLES
 )
 UPDATED = " UNION ALL ".join(
     f"SELECT '{t}' AS t, updated_at FROM tpch_plain.{t} "
@@ -236,7 +245,10 @@ def _aggregate(query: str, source: str) -> str:
     if source == "plain":
         names = {t: f"tpch_plain.{t}" for t in TABLES}
     else:
-        names = {t: f"tpch.{t}_as_of(%(valid_at)s, %(known_at)s)" for t in TABLES}
+        names = {
+            t: f"tpch.{t}_as_of(%(valid_at)s::timestamptz, %(known_at)s::timestamptz)"
+            for t in TABLES
+        }
     return query.format(**names)
 
 
