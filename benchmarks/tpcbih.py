@@ -456,10 +456,15 @@ def time_aggregates(
             known = history.day_start(rng.randrange(1, history.days + 1)) + timedelta(hours=12)
             past = {"valid_at": known, "known_at": known}
             now = {"valid_at": None, "known_at": None}
+            # The same versions as now, asked with explicit times rather than NULL (now()).
+            last = {"valid_at": history.end, "known_at": history.end + timedelta(seconds=1)}
             return {
                 "current-state tables (server)": lambda: server_ms(conn, plain, None),
                 "as_of a past knowledge time (server)": lambda: server_ms(conn, store, past),
-                "as_of now (server)": lambda: server_ms(conn, store, now),
+                "as_of now (NULL, NULL) (server)": lambda: server_ms(conn, store, now),
+                "as_of the last knowledge time, explicit (server)": lambda: server_ms(
+                    conn, store, last
+                ),
             }
 
         timings = _timed(round_() for _ in range(samples + 1))

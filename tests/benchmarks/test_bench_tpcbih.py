@@ -198,5 +198,5 @@ def test_the_command_prints_every_row(server_url: str, tmp_path: Path) -> None:
             rows += 1
         first = next(iter(section["summary"].values()))
         assert first["vs_baseline"] == 1.0
-    assert rows == 5 + 4 + 2 + 3 + 3
+    assert rows == 5 + 4 + 2 + 4 + 4
     assert sum(run["mix"].values()) == TINY
