@@ -19,9 +19,9 @@ The history:
 * an initial population at day 0 (``EPOCH``): customers, suppliers, parts and four
   suppliers per part (``partsupp``), valid and known from ``EPOCH``; its size follows the
   number of scenarios (``Sizes``);
-* then ``scenarios`` scenarios, ``per_day`` of them per simulated day; scenario j of day d is
-  known at ``EPOCH + d days + (j + 1) / (per_day + 1) days``: knowledge times are explicit
-  and strictly increasing;
+* then ``scenarios`` scenarios, ``per_day`` of them per simulated day; scenario j (from 0)
+  of day d (from 1) is known at ``EPOCH + d days + (j + 1) / (per_day + 1) days``:
+  knowledge times are explicit and strictly increasing;
 * each scenario is one write, valid from its knowledge time, except a scheduled price change
   (valid from 7 to 30 days after it is known: announced ahead) and a retroactive correction
   (an order's total price or a customer's balance was wrong; valid from up to a week before
@@ -38,7 +38,7 @@ current row would hold (upsert in place; a scheduled change applied when it fall
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -163,6 +163,10 @@ class Write:
     row: Row | None
     valid_from: datetime
     known_at: datetime
+
+
+# Makes a write and keeps the generator's state: (table, row, key, valid_from, known_at).
+Writer = Callable[[str, Row | None, KeyValues, datetime, datetime], Write]
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +338,7 @@ def _scenario(
     rng: random.Random,
     sizes: Sizes,
     state: _State,
-    write: Any,
+    write: Writer,
 ) -> tuple[Write, ...]:
     rows = state.rows
     # A scheduled price that has fallen due is the part's current row from now on.
