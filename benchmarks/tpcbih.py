@@ -76,7 +76,7 @@ from .tpcbih_generator import (
     generate,
 )
 
-STORE, PLAIN = "tpch", "tpch_plain"
+STORE, PLAIN, LOG = "tpch", "tpch_plain", "tpch_log"
 
 
 def _cols(t: Table) -> sql.Composable:
@@ -85,7 +85,7 @@ def _cols(t: Table) -> sql.Composable:
 
 def create_tables(conn: psycopg.Connection[Any]) -> None:
     """The five tables, bitemporal in ``tpch`` and current-state in ``tpch_plain``."""
-    for schema in (STORE, PLAIN):
+    for schema in (STORE, PLAIN, LOG):
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
     for t in TABLES.values():
         columns = sql.SQL(", ").join(
@@ -106,6 +106,19 @@ def create_tables(conn: psycopg.Connection[Any]) -> None:
             ).format(plain, columns, key)
         )
         conn.execute(sql.SQL("CREATE INDEX ON {} (updated_at)").format(plain))
+        # A hand-rolled history: every write appended, no key, no index, no check.
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} ({}, valid_from timestamptz NOT NULL, "
+                "known_at timestamptz NOT NULL, deleted boolean NOT NULL)"
+            ).format(
+                sql.Identifier(LOG, t.name),
+                sql.SQL(", ").join(
+                    sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(kind))
+                    for c, kind in t.columns
+                ),
+            )
+        )
 
 
 def _args(columns: Iterable[tuple[str, str]]) -> sql.Composable:
@@ -135,6 +148,11 @@ def _statements(t: Table) -> dict[str, sql.Composed]:
                 sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c))
                 for c in (*t.values, "updated_at")
             ),
+        ),
+        "append": sql.SQL("INSERT INTO {} ({}, valid_from, known_at, deleted) VALUES ({})").format(
+            sql.Identifier(LOG, t.name),
+            _cols(t),
+            sql.SQL(", ").join(sql.Placeholder() for _ in range(len(t.columns) + 3)),
         ),
         "delete": sql.SQL("DELETE FROM {} WHERE {}").format(
             plain,
@@ -194,6 +212,28 @@ def load_plain(conn: psycopg.Connection[Any], history: History) -> tuple[float, 
                     conn.execute(statements["upsert"], [*_row_values(w), at])
                 count += 1
     return time.perf_counter() - start, count
+
+
+def load_log(conn: psycopg.Connection[Any], history: History) -> float:
+    """Every write appended to the history tables; returns the seconds taken."""
+    start = time.perf_counter()
+    for day in _by_day((w.known_at, w) for w in history.writes):
+        with conn.transaction(), conn.pipeline():
+            for _, w in day:
+                columns = TABLES[w.table].columns
+                values = (
+                    _row_values(w)
+                    if w.row is not None
+                    else [
+                        dict(zip(TABLES[w.table].key, w.key, strict=True)).get(c)
+                        for c, _ in columns
+                    ]
+                )
+                conn.execute(
+                    STATEMENTS[w.table]["append"],
+                    [*values, w.valid_from, w.known_at, w.row is None],
+                )
+    return time.perf_counter() - start
 
 
 def _count(conn: psycopg.Connection[Any], schema: str) -> int:
@@ -486,9 +526,11 @@ def measure(
         create_tables(conn)
         plain_seconds, plain_writes = load_plain(conn, history)
         progress(f"current-state tables loaded in {plain_seconds:.1f} s")
+        log_seconds = load_log(conn, history)
+        progress(f"append-only history tables loaded in {log_seconds:.1f} s")
         store_seconds = load_store(conn, history)
         progress(f"bitemporal tables loaded in {store_seconds:.1f} s")
-        for schema in (STORE, PLAIN):
+        for schema in (STORE, PLAIN, LOG):
             for t in TABLES:
                 conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, t)))
         versions = _count(conn, STORE)
@@ -522,6 +564,7 @@ def measure(
                 "store_seconds": store_seconds,
                 "plain_writes": plain_writes,
                 "plain_seconds": plain_seconds,
+                "log_seconds": log_seconds,
             },
             "checked_rows": checked,
         }
@@ -593,6 +636,14 @@ def run_report(r: dict[str, Any]) -> str:
                     f"{plain_rate:,.0f}",
                     "-",
                     "1.0x",
+                ),
+                (
+                    "INSERT of every write into append-only history tables",
+                    f"{load['writes']:,}",
+                    f"{load['log_seconds']:.1f}",
+                    f"{load['writes'] / load['log_seconds']:,.0f}",
+                    f"{load['writes'] / load['log_seconds']:,.0f}",
+                    f"{load['writes'] / load['log_seconds'] / plain_rate:.2f}x",
                 ),
                 (
                     "<table>_record / _retract into bitemporal tables",
