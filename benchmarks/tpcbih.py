@@ -9,7 +9,7 @@ For each number of scenarios it creates a scratch database and generates the his
 their suppliers, then new orders, cancellations, deliveries, payments, price and
 availability changes, supplier and customer updates and a few retroactive corrections,
 ``per_day`` scenarios per simulated day, each with its explicit knowledge time). It loads the
-history twice:
+history three times:
 
 * into five bitemporal application tables (schema ``tpch``, made bitemporal with
   ``bitemporal.enable_table``): each write is a call of the table's generated
@@ -18,7 +18,10 @@ history twice:
 * into plain tables of the same columns with a primary key and an indexed ``updated_at``
   (schema ``tpch_plain``): what an application keeping only the current row does, an
   ``INSERT ... ON CONFLICT DO UPDATE`` (or a ``DELETE``) per write, a scheduled price applied
-  when it falls due; the same transactions and pipeline. This is the baseline.
+  when it falls due; the same transactions and pipeline. This is the baseline;
+* for the load only, into tables of the same columns with the write's valid time and
+  knowledge time and no key, index or check (``tpch_log``), every write appended: a
+  hand-rolled history.
 
 It then checks the answers (the run stops if one differs): every table as of the end of the
 history, as known now, equals the current-state table; every table as of a past knowledge
@@ -40,7 +43,8 @@ Python, medians and ratios to the named baseline measured in the same database:
   joined to customers) and the supply value per brand (``sum(ps_supplycost * ps_availqty)``,
   parts joined to partsupp), as of a past knowledge time and as of now, against the same
   query over the current-state tables;
-* the load: writes and versions per second, against the current-state upserts.
+* the load: writes and versions per second, against the current-state upserts (and the
+  appends to the history tables).
 """
 
 from __future__ import annotations
