@@ -7,13 +7,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import decay, facts, importing, load
+from . import decay, facts, importing, load, tpcbih
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
     "decay": decay.main,
     "load": load.main,
     "import": importing.main,
+    "tpcbih": tpcbih.main,
 }
 
 
