@@ -324,23 +324,29 @@ class ApplicationTableOperations:
             query = sql.SQL(
                 "SELECT {columns} FROM {function}(%s, %s) AS v ORDER BY v.version_id"
             ).format(columns=columns, function=d.function("as_of"))
-            params: tuple[Any, ...] = instants
+            params: tuple[Any, ...] | dict[str, Any] = instants
         else:
             # The key's condition sits next to the inlined as_of function: the
-            # planner answers both from the table's GiST index.
+            # planner answers both from the table's GiST index. Each key column
+            # is compared with an expression of the parameter, not joined to a
+            # row of it: psycopg prepares a statement run five times, and in the
+            # generic plan a join left the key as a filter over every version
+            # valid at the question (tens of times slower), where an expression
+            # of parameters stays an index condition.
             query = sql.SQL(
-                "SELECT {columns} FROM {function}(%s, %s) AS v,"
-                " jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r"
+                "SELECT {columns} FROM {function}(%(valid_at)s, %(known_at)s) AS v"
                 " WHERE {match} ORDER BY v.version_id"
             ).format(
                 columns=columns,
                 function=d.function("as_of"),
-                row_type=d.row_type,
                 match=sql.SQL(" AND ").join(
-                    sql.SQL("v.{0} = r.{0}").format(Name(c)) for c in d.key_columns
+                    sql.SQL(
+                        "v.{0} = (jsonb_populate_record(NULL::{1}, %(key)s::jsonb)).{0}"
+                    ).format(Name(c), d.row_type)
+                    for c in d.key_columns
                 ),
             )
-            params = (*instants, _row_json(key))
+            params = {"valid_at": instants[0], "known_at": instants[1], "key": _row_json(key)}
         return [_version(d, r) for r in (yield Statement(query, params, dicts=True))]
 
     @reads

@@ -806,3 +806,38 @@ def test_store_tables_is_a_deprecated_name_of_app_tables(store: Store) -> None:
     ):
         tables = store.tables
     assert tables is store.app_tables
+
+
+def test_store_as_of_of_one_key_stays_an_index_lookup_in_a_generic_plan(
+    connect: Callable[..., psycopg.Connection[Any]], schema: str
+) -> None:
+    # psycopg prepares a statement after five runs, and PostgreSQL then may settle
+    # on a generic plan: the key must stay an index condition there, not a filter
+    # applied to every version valid at the question.
+    conn = connect()
+    store = Store(conn)
+    table = f"{schema}.price"
+    for sku in ("A1", "A2", "A3"):
+        store.app_tables.record(f"{schema}.product", {"sku": sku, "name": sku}, valid_from=JAN)
+        store.app_tables.record(table, price(sku), valid_from=JAN)
+    messages: list[str] = []
+    conn.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
+    with conn.transaction(force_rollback=True):
+        conn.execute("LOAD 'auto_explain'")
+        for setting, value in (
+            ("auto_explain.log_min_duration", "0"),
+            ("plan_cache_mode", "force_generic_plan"),
+            ("enable_seqscan", "off"),  # a tiny table: ask which index the planner can use
+            ("client_min_messages", "log"),
+        ):
+            conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
+        found = store.app_tables.as_of(table, {"sku": "A2", "currency": "EUR"}, valid_at=MAR)
+        conn.execute("SET LOCAL client_min_messages = notice")
+    assert [v.row["sku"] for v in found] == ["A2"]
+    plans = [m for m in messages if "price_as_of" in m and "Query Text" in m]
+    assert plans, messages
+    plan = plans[-1]
+    assert "price_no_overlap" in plan and "Seq Scan" not in plan, plan
+    # The key is part of the index condition (a filter would scan every SKU's versions).
+    condition = plan[plan.index("Index Cond") :]
+    assert "sku" in condition.split("\n")[0], plan
