@@ -197,3 +197,23 @@ def test_downgrade_drops_the_embeddings_table(migrated_database_url: str) -> Non
     bitemporal.migrate(url)
     with psycopg.connect(url, autocommit=True) as conn:
         assert Store(conn).evidence.vector_dimensions() is None
+
+
+def test_erasure_deletes_embeddings_with_the_evidence(vstore: Store, key: Key) -> None:
+    version = vstore.facts.record(key, 50, source="policy")
+    vstore.evidence.add(version.version_id, "The limit is 50 MB.", embedding=[1.0, 0.0])
+    assert vstore.evidence.nearest(QUERY, key=key)
+    vstore.facts.erase(key, reason="request")
+    assert vstore.evidence.nearest(QUERY, key=key) == []
+    with vstore.connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM bitemporal.evidence_embedding m "
+            "JOIN bitemporal.evidence e USING (evidence_id) WHERE e.version_id = %s",
+            (version.version_id,),
+        )
+        assert cur.fetchone() == (0,)
+        cur.execute(
+            "SELECT count(*) FROM bitemporal.evidence_embedding m WHERE NOT EXISTS "
+            "(SELECT FROM bitemporal.evidence e WHERE e.evidence_id = m.evidence_id)"
+        )
+        assert cur.fetchone() == (0,)
