@@ -40,13 +40,45 @@ from .operations import (
     transaction,
     writes,
 )
-from .periods import Instant, period_bounds, to_optional_instant
+from .periods import Instant, Period, open_end, period_bounds, to_optional_instant
 from .record_many import RecordRow
 
 _VERSION_COLUMNS = (
     "version_id, entity, attribute, source, value, valid_period, known_period, "
     "recorded_by, carried_from"
 )
+
+# History reads thousands of rows: each period comes back as its two bounds (NULL:
+# open), read by psycopg's timestamptz loader, so that building a Version costs a
+# handful of Python calls and no range parsing (issue 15: within 2x of fetching as many
+# rows by primary key). The check constraints of bitemporal.fact_version guarantee
+# [start, end) bounds with finite ends, which Period.from_range would check row by row.
+_HISTORY = (
+    "SELECT h.version_id, h.source, h.value, "
+    "pg_catalog.lower(h.valid_period), pg_catalog.upper(h.valid_period), "
+    "pg_catalog.lower(h.known_period), pg_catalog.upper(h.known_period), "
+    "h.recorded_by, h.carried_from, h.recorded_at, h.closed_at, h.erased_at, h.erasure_id "
+    "FROM bitemporal.history(%s, %s) h ORDER BY h.version_id"
+)
+
+
+def _history_version(key: Key, row: tuple[Any, ...]) -> Version:
+    """A row of _HISTORY as a Version (of ``key``, which every row is)."""
+    (vid, source, value, vs, ve, ks, ke, by, carried, rec, closed, erased, erasure) = row
+    return Version(
+        vid,
+        key,
+        source,
+        value,
+        Period(vs, open_end(ve)),
+        Period(ks, open_end(ke)),
+        by,
+        carried,
+        rec,
+        closed,
+        erased,
+        erasure,
+    )
 
 
 class FactOperations:
@@ -225,13 +257,8 @@ class FactOperations:
         each was really written and closed and, for an erased one, when and by which
         erasure. Any role that may read (the function gives what the reader role may not
         read from the table)."""
-        rows = yield Statement(
-            f"SELECT {_VERSION_COLUMNS}, recorded_at, closed_at, erased_at, erasure_id "
-            "FROM bitemporal.history(%s, %s) ORDER BY version_id",
-            (key.entity, key.attribute),
-            dicts=True,
-        )
-        return [Version.from_row(row) for row in rows]
+        rows = yield Statement(_HISTORY, (key.entity, key.attribute))
+        return [_history_version(key, row) for row in rows]
 
     @writes
     def erase(self, key: Key, *, reason: str) -> Steps[Erasure | None]:
