@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, overload
 
 import psycopg
-from psycopg import postgres, pq
+from psycopg import abc, postgres, pq
 from psycopg.abc import AdaptContext
 from psycopg.adapt import AdaptersMap, Buffer, Loader
 from psycopg.postgres import types as builtins
@@ -30,7 +30,7 @@ Row = TypeVar("Row")
 
 _ISO = TimestamptzLoader._re_format
 #: The loader psycopg registers for ``timestamptz`` text: its C one where installed.
-_DEFAULT_TIMESTAMPTZ: type[Loader] = (
+_DEFAULT_TIMESTAMPTZ: type[abc.Loader] = (
     postgres.adapters.get_loader(builtins["timestamptz"].oid, pq.Format.TEXT) or TimestamptzLoader
 )
 
