@@ -382,14 +382,19 @@ WINDOW = EPOCH + timedelta(hours=30)
 @pytest.mark.parametrize(
     ("call", "expected"),
     [
-        # current, announced_future, historical/retrospective (a second as-of at valid_at),
-        # known_then
+        # current; a valid time after the key's last knowledge (historical without a
+        # second as-of); one before it (historical or retrospective: a second as-of at
+        # valid_at); announced_future/known_then
         (
             "SELECT * FROM bitemporal.resolve('e2500', 'a')",
             {"fact_key_pkey", "fact_version_current_valid_idx"},
         ),
         (
             f"SELECT * FROM bitemporal.resolve('e2500', 'a', '{MID}')",
+            {"fact_key_pkey", "fact_version_current_valid_idx"},
+        ),
+        (
+            f"SELECT * FROM bitemporal.resolve('e2500', 'a', '{PAST}')",
             {"fact_version_current_valid_idx", "fact_version_no_overlap"},
         ),
         (
