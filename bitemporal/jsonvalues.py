@@ -62,13 +62,25 @@ def _fraction(text: str) -> float | Decimal:
     return number
 
 
+_DECODER = json.JSONDecoder(parse_float=_fraction)
+_EXACT_DECODER = json.JSONDecoder(parse_int=_integer, parse_float=_fraction)
+
+
 def loads(text: str | bytes) -> JSON:
     """A JSON text as Python values, exactly (see the module docstring); never raises
     for well-formed JSON."""
     if isinstance(text, bytes):
         text = text.decode()
     try:
-        return json.loads(text, parse_int=_integer, parse_float=_fraction)
+        # Integers through int() in C (one decoder, built once): only an integer past
+        # the digit limit fails there, and is read again as _integer reads it.
+        return _DECODER.decode(text)
+    except ValueError:
+        pass
+    except RecursionError:
+        return _loads_deep(text)
+    try:
+        return _EXACT_DECODER.decode(text)
     except RecursionError:
         return _loads_deep(text)
 

@@ -115,6 +115,23 @@ def previous_definition(filename: str, function: str) -> str:
     )
 
 
+def standard_body_definition(filename: str, function: str) -> str:
+    """``CREATE OR REPLACE`` of a function with a SQL-standard body (``BEGIN ATOMIC ...
+    END;``) as an earlier, frozen SQL file defines it, without a ``COMMENT`` (files such as
+    search_path.v1.sql give none: the function keeps its own): what a migration that
+    redefined it restores on downgrade."""
+    found = re.search(
+        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(function)}\(.*?^END;$",
+        sql_text(filename),
+        re.MULTILINE | re.DOTALL,
+    )
+    if found is None:
+        raise LookupError(f"{filename} does not define {function}")
+    return re.sub(
+        r"^CREATE (?:OR REPLACE )?FUNCTION", "CREATE OR REPLACE FUNCTION", found[0], count=1
+    )
+
+
 Target = str | Engine | Connection | None
 
 # The migration option asking for the partitioned layout (migration 0008): how

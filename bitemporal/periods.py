@@ -65,7 +65,8 @@ def parse_instant(text: object, *, name: str | None = None) -> Instant:
 _OPEN_FROM = datetime(9999, 12, 30, tzinfo=UTC)
 
 
-def _open_end(value: datetime | None) -> datetime | None:
+def open_end(value: datetime | None) -> datetime | None:
+    """``value``, or None for an end from 9999-12-30 on (``'infinity'`` included): open."""
     # Compared as instants: 9999-12-29 13:00Z is 9999-12-30 03:00 in a +14 session.
     if value is None or value >= _OPEN_FROM:
         return None
@@ -92,7 +93,7 @@ class Period:
         """A period from instants or dates; ``None`` leaves that side open."""
         return cls(
             to_optional_instant(start, name="period start"),
-            _open_end(to_optional_instant(end, name="period end")),
+            open_end(to_optional_instant(end, name="period end")),
         )
 
     @classmethod
@@ -118,7 +119,7 @@ class Period:
         end = to_optional_instant(value.upper, name="range upper bound")
         return cls(
             None if start is None else start.astimezone(UTC),
-            _open_end(None if end is None else end.astimezone(UTC)),
+            open_end(None if end is None else end.astimezone(UTC)),
         )
 
     def to_range(self) -> Range[datetime]:

@@ -1,0 +1,95 @@
+"""resolve's shortcuts (migration 0014) give the answers and the errors of its definition:
+the interpretation without a second as-of question when the key's knowledge last changed at or
+before valid_at, current knowledge read without the GiST branch, the key checked only when it
+is missing."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from bitemporal import Interpretation, Key, Status, Store
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+LATER = T0 + timedelta(days=10)
+
+
+def test_interpretation_either_side_of_the_keys_last_knowledge(store: Store, key: Key) -> None:
+    store.facts.record(key, 10, source="s", valid_from=T0, known_at=T0)
+    store.facts.record(key, 20, source="s", valid_from=T0, known_at=LATER)
+    # Before the correction was known: later knowledge changed the answer for that time.
+    mid = T0 + timedelta(days=5)
+    answer = store.facts.resolve(key, valid_at=mid)
+    assert (answer.value, answer.interpretation) == (20, Interpretation.RETROSPECTIVE)
+    # At and after the key's last knowledge nothing was recorded or closed since.
+    for valid_at in (LATER, LATER + timedelta(days=1)):
+        answer = store.facts.resolve(key, valid_at=valid_at)
+        assert (answer.value, answer.interpretation) == (20, Interpretation.HISTORICAL)
+    # An earlier knowledge time: the as-of branch, and the versions the answer rests on.
+    answer = store.facts.resolve(key, valid_at=mid, known_at=mid)
+    assert (answer.value, answer.interpretation) == (10, Interpretation.KNOWN_THEN)
+    assert [v.value for v in answer.versions] == [10]
+    # Current knowledge, read through current_versions.
+    answer = store.facts.resolve(key)
+    assert (answer.status, answer.interpretation) == (Status.SUPPORTED, Interpretation.CURRENT)
+    assert [(v.value, v.known_period.start) for v in answer.versions] == [(20, LATER)]
+
+
+def test_the_shortcut_agrees_with_the_definition(
+    store: Store, key: Key, raw: psycopg.Connection[Any]
+) -> None:
+    # Two sources; one retracts after a while: answers for valid times on both sides of it.
+    store.facts.record(key, 1, source="a", valid_from=T0, known_at=T0)
+    store.facts.record(key, 2, source="b", valid_from=T0, known_at=T0 + timedelta(days=1))
+    store.facts.retract(key, source="b", valid_from=T0, known_at=LATER)
+    for day in range(15):
+        valid_at = T0 + timedelta(days=day, hours=12)
+        answer = store.facts.resolve(key, valid_at=valid_at)
+        row = raw.execute(
+            "SELECT bitemporal_internal.distinct_values(%s, %s, %s, %s)",
+            (key.entity, key.attribute, valid_at, valid_at),
+        ).fetchone()
+        assert row is not None
+        expected = (
+            Interpretation.HISTORICAL
+            if list(answer.values) == row[0]
+            else Interpretation.RETROSPECTIVE
+        )
+        assert answer.interpretation == expected, (day, answer, row[0])
+
+
+@pytest.mark.parametrize(
+    ("call", "sqlstate"),
+    [
+        ("SELECT bitemporal.resolve('', 'a')", "BT005"),
+        # an unknown key is reported before a knowledge time after the present
+        ("SELECT bitemporal.resolve(%s, 'a', NULL, '2026-01-02', '2026-01-01')", "BT004"),
+        ("SELECT bitemporal.resolve(%s, 'a', 'infinity')", "BT004"),
+    ],
+)
+def test_errors_keep_their_order(raw: psycopg.Connection[Any], call: str, sqlstate: str) -> None:
+    params = (f"nobody:{uuid.uuid4().hex}",) if "%s" in call else None
+    with pytest.raises(psycopg.Error) as raised:
+        raw.execute(call, params)
+    assert raised.value.sqlstate == sqlstate
+
+
+@pytest.mark.parametrize(
+    ("args", "sqlstate"),
+    [
+        ("NULL, '2026-01-02', '2026-01-01'", "BT003"),
+        ("'infinity'", "BT001"),
+        ("'10000-01-01'", "BT001"),
+    ],
+)
+def test_errors_for_a_known_key(
+    store: Store, key: Key, raw: psycopg.Connection[Any], args: str, sqlstate: str
+) -> None:
+    store.facts.record(key, 1, source="s", known_at=T0)
+    with pytest.raises(psycopg.Error) as raised:
+        raw.execute(f"SELECT bitemporal.resolve(%s, %s, {args})", (key.entity, key.attribute))
+    assert raised.value.sqlstate == sqlstate
