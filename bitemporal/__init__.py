@@ -30,6 +30,7 @@ from .errors import (
     InvalidMemoryNameError,
     InvalidPeriodError,
     InvalidPolicyError,
+    InvalidRetentionPolicyError,
     InvalidSearchError,
     InvalidStabilityError,
     InvalidTimeError,
@@ -39,6 +40,7 @@ from .errors import (
     KnowledgeTimeInPastError,
     MigrationError,
     NaiveDatetimeError,
+    NotErasableError,
     PermissionDeniedError,
     PolicyMismatchError,
     QueryCanceledError,
@@ -75,6 +77,7 @@ from .provenance import (
 )
 from .record_many import RecordRow
 from .reply_check import CheckReport, Finding, Verdict
+from .retention import AsyncRetention, Retention, RetentionPolicy, RetentionRun
 from .store import Store, connect
 
 __all__ = [
@@ -88,6 +91,7 @@ __all__ = [
     "AsyncFacts",
     "AsyncMemory",
     "AsyncProvenance",
+    "AsyncRetention",
     "AsyncStore",
     "BatchError",
     "BitemporalError",
@@ -118,6 +122,7 @@ __all__ = [
     "InvalidMemoryNameError",
     "InvalidPeriodError",
     "InvalidPolicyError",
+    "InvalidRetentionPolicyError",
     "InvalidSearchError",
     "InvalidStabilityError",
     "InvalidTimeError",
@@ -131,6 +136,7 @@ __all__ = [
     "MemoryItem",
     "MigrationError",
     "NaiveDatetimeError",
+    "NotErasableError",
     "Passage",
     "Period",
     "PermissionDeniedError",
@@ -140,6 +146,9 @@ __all__ = [
     "QueryCanceledError",
     "RecordRow",
     "Recorded",
+    "Retention",
+    "RetentionPolicy",
+    "RetentionRun",
     "SchemaBehindError",
     "SchemaNotMigratedError",
     "SchemaOwnershipError",

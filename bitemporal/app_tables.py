@@ -62,6 +62,14 @@ class Name(sql.Identifier):
         return bytes(super().as_bytes(context)).replace(b"%", b"%%")
 
 
+class Text(sql.Literal):
+    """A string literal for a statement run with parameters, its ``%`` written ``%%`` (as
+    :class:`Name` does)."""
+
+    def as_bytes(self, context: AdaptContext | None = None) -> bytes:
+        return bytes(super().as_bytes(context)).replace(b"%", b"%%")
+
+
 @dataclass(frozen=True, slots=True)
 class TableDefinition:
     """A bitemporal application table: its name and its key and value columns."""
@@ -91,6 +99,9 @@ class TableVersion:
     known_period: Period
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: int | None
+    #: Its value columns were erased (:meth:`ApplicationTableOperations.erase`, or a
+    #: retention policy): they read None, and ``bitemporal.erasures`` says who, when, why.
+    erased: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,27 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
     return check_optional_text("schema name", schema), name
 
 
+def table_oid(table: TableRef) -> Steps[int]:
+    """The OID of a table reference (the search path finds an unqualified name); raises
+    :class:`~bitemporal.UnknownTableError` when there is no such table."""
+    schema, name = table_name(table)
+    found = one(
+        (
+            yield Statement(
+                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
+                " THEN format('%%I', %(name)s::text)"
+                " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
+                {"schema": schema, "name": name},
+            )
+        )
+    )
+    if found[0] is None:
+        shown = name if schema is None else f"{schema}.{name}"
+        raise UnknownTableError(f"there is no table {shown}")
+    oid: int = found[0]
+    return oid
+
+
 def _json_default(value: Any) -> Any:
     # What PostgreSQL reads back exactly from its text form.
     if isinstance(value, datetime | date | time):
@@ -152,17 +184,22 @@ def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
         valid_period=Period.from_range(row["valid_period"]),
         known_period=Period.from_range(row["known_period"]),
         carried_from=row["carried_from"],
+        erased=row["erased"],
     )
 
 
-def _version_columns(d: TableDefinition) -> tuple[str, ...]:
-    return (
-        *d.key_columns,
-        *d.value_columns,
-        "version_id",
-        "valid_period",
-        "known_period",
-        "carried_from",
+def _version_columns(d: TableDefinition) -> sql.Composable:
+    """The select list of a version ``v`` of the table: its columns, and whether an erasure
+    of the table lists it (the array containment reaches the erasures' GIN index)."""
+    columns = (*d.key_columns, *d.value_columns, "version_id", "valid_period", "known_period")
+    return sql.SQL(
+        "{columns}, v.carried_from, EXISTS (SELECT FROM bitemporal.erasures e"
+        " WHERE e.relation = pg_catalog.format('%%I.%%I', {schema}::text, {name}::text)"
+        " AND e.version_ids @> ARRAY[v.version_id]) AS erased"
+    ).format(
+        columns=sql.SQL(", ").join(Name("v", c) for c in columns),
+        schema=Text(d.schema),
+        name=Text(d.name),
     )
 
 
@@ -184,25 +221,13 @@ class ApplicationTableOperations:
         cached = self._definitions.get((schema, name))
         if cached is not None:
             return cached
-        found = one(
-            (
-                yield Statement(
-                    "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
-                    " THEN format('%%I', %(name)s::text)"
-                    " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
-                    {"schema": schema, "name": name},
-                )
-            )
-        )
-        if found[0] is None:
-            shown = name if schema is None else f"{schema}.{name}"
-            raise UnknownTableError(f"there is no table {shown}")
+        oid = yield from table_oid(table)
         row = one(
             (
                 yield Statement(
                     "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
                     "  FROM bitemporal.table_definition(%s::oid::regclass) d",
-                    (found[0],),
+                    (oid,),
                 )
             )
         )
@@ -315,7 +340,7 @@ class ApplicationTableOperations:
         d = yield from self._definition(table)
         if key is not None:
             self._check_columns(d, key, key_only=True)
-        columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
+        columns = _version_columns(d)
         instants = (
             to_optional_instant(valid_at, name="valid_at"),
             to_optional_instant(known_at, name="known_at"),
@@ -353,7 +378,7 @@ class ApplicationTableOperations:
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
             " {function}({args}) AS v"
         ).format(
-            columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
+            columns=_version_columns(d),
             row_type=d.row_type,
             function=d.function("history"),
             args=self._named_args(d.key_columns),

@@ -1,0 +1,133 @@
+"""Erased values leave the disk: the files of the database, read page by page.
+
+Each test records a distinctive value, shows that the database's files hold its bytes
+(so the check can fail), erases it, runs the maintenance docs/erasure.md documents, and
+finds the bytes in no file of the database: no table, TOAST table or index (GIN and GiST
+included) of bitemporal, of the partitions of the partitioned layout, of the application
+table, nor any catalog (``pg_statistic`` holds sampled values). It needs a superuser,
+which reads the files (``pg_read_binary_file``, tests/disk.py). Run with ``-s`` to see
+the before and after lines.
+
+Two measurements justify the documented maintenance: plain ``VACUUM`` leaves a pruned
+tuple's bytes in the page's free space, and a GIN index keeps the keys of entries whose
+rows are gone; ``VACUUM FULL`` writes new files.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from tests.disk import found_in, shown
+
+#: The documented maintenance after an erasure (docs/erasure.md, "Gone from the disk").
+MAINTENANCE = (
+    "VACUUM (FULL, ANALYZE) bitemporal.fact_version, bitemporal.evidence,"
+    " bitemporal.fact_request, {tables}",
+    "VACUUM FULL pg_catalog.pg_statistic",
+    "CHECKPOINT",
+)
+
+
+@pytest.fixture
+def admin(migrated_database_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A superuser connection to a database of this test alone (so the scan reads only
+    what this test wrote)."""
+    with psycopg.connect(migrated_database_url, autocommit=True) as conn:
+        row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+        if not (row and row[0]):
+            pytest.skip("reading the server's files needs a superuser")
+        yield conn
+
+
+def maintain(conn: psycopg.Connection[Any], *tables: str) -> None:
+    listed = sql.SQL(", ").join(sql.Identifier(*t.split(".")) for t in tables)
+    for statement in MAINTENANCE:
+        conn.execute(sql.SQL(statement).format(tables=listed))
+
+
+def test_an_application_tables_erased_values_leave_its_files(
+    admin: psycopg.Connection[Any],
+) -> None:
+    needle = f"ERASE-ME-{uuid.uuid4().hex[:6]}"
+    admin.execute(
+        "CREATE TABLE public.customer (id int NOT NULL, email text, notes text, tags jsonb)"
+    )
+    admin.execute("CREATE INDEX customer_email_idx ON public.customer (email)")
+    admin.execute("CREATE INDEX customer_tags_idx ON public.customer USING gin (tags)")
+    admin.execute("SELECT bitemporal.enable_table('public.customer', ARRAY['id'])")
+    # Three versions hold the value (the second write supersedes the first version and
+    # re-records its remainder); notes is long enough to be stored in the TOAST table.
+    long_notes = needle + " " + "".join(uuid.uuid4().hex for _ in range(200))
+    for day in ("2026-01-01", "2026-02-01"):
+        admin.execute(
+            "SELECT public.customer_record(7, %s, %s, %s::jsonb, valid_from => %s::timestamptz)",
+            (f"{needle}@example.com", f"{long_notes} {day}", f'["{needle}"]', day),
+        )
+    admin.execute(
+        "SELECT public.customer_record(8, 'keep@example.com', 'kept', '[\"kept\"]'::jsonb)"
+    )
+    admin.execute("ANALYZE public.customer")
+
+    before = found_in(admin, needle)
+    print(f"\napplication table, before erasure: {shown(before)}")
+    assert {"customer", "customer_email_idx", "customer_tags_idx"} <= before.keys()
+    assert any(r.startswith("pg_toast.") for r in before)
+
+    erased = admin.execute(
+        "SELECT version_ids FROM public.customer_erase(7, 'request #1234 (right to erasure)')"
+    ).fetchone()
+    assert erased is not None and len(erased[0]) == 3  # both versions and the remainder
+    print(f"application table, erased, no maintenance yet: {shown(found_in(admin, needle))}")
+
+    maintain(admin, "public.customer")
+    after = found_in(admin, needle)
+    print(f"application table, after the documented maintenance: {shown(after)}")
+    assert after == {}
+    # What erasure keeps: keys and periods, the other key's values, the audit record.
+    rows = admin.execute(
+        "SELECT id, email, notes, tags FROM public.customer ORDER BY version_id"
+    ).fetchall()
+    assert [r[0] for r in rows] == [7, 7, 7, 8]
+    assert rows[:3] == [(7, None, None, None)] * 3
+    assert rows[3][1] == "keep@example.com"
+
+
+def test_plain_vacuum_leaves_erased_bytes_behind(admin: psycopg.Connection[Any]) -> None:
+    """Why the documented maintenance rewrites the files. The erased row is the last tuple
+    of a full page and its cleared version moves to another page: pruning frees its space
+    without overwriting it, and the GIN index keeps the key of the entry."""
+    needle = f"ERASE-ME-{uuid.uuid4().hex[:6]}"
+    admin.execute("CREATE TABLE public.scratch (id int, v jsonb) WITH (fillfactor = 100)")
+    admin.execute("CREATE INDEX scratch_v_idx ON public.scratch USING gin (v)")
+    fill = (
+        "INSERT INTO public.scratch SELECT g, jsonb_build_object('x', repeat('a', 300), 'tag',"
+        " CASE WHEN g = %s THEN %s ELSE 'bbbbbbbbbbbbbbb' END) FROM generate_series(1, 30) g"
+    )
+    assert len(needle) == len("bbbbbbbbbbbbbbb")  # the same layout with or without it
+    admin.execute(fill, (0, needle))
+    last = admin.execute(
+        "SELECT max(id) FROM public.scratch WHERE (ctid::text::point)[0] = 0"
+    ).fetchone()
+    assert last is not None
+    admin.execute("TRUNCATE public.scratch")
+    admin.execute(fill, (last[0], needle))
+    admin.execute(
+        "UPDATE public.scratch SET v = jsonb_build_object('x', repeat('c', 1000)) WHERE id = %s",
+        last,
+    )
+    moved = admin.execute("SELECT ctid::text FROM public.scratch WHERE id = %s", last).fetchone()
+    assert moved is not None and not moved[0].startswith("(0,"), "the new version left the page"
+    admin.execute("VACUUM public.scratch")
+    after_vacuum = found_in(admin, needle)
+    print(f"\nafter plain VACUUM: {shown(after_vacuum)}")
+    assert {"scratch", "scratch_v_idx"} <= after_vacuum.keys()
+    admin.execute("VACUUM FULL public.scratch")
+    after_full = found_in(admin, needle)
+    print(f"after VACUUM FULL: {shown(after_full)}")
+    assert "scratch" not in after_full and "scratch_v_idx" not in after_full
