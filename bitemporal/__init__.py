@@ -30,6 +30,7 @@ from .errors import (
     InvalidMemoryNameError,
     InvalidPeriodError,
     InvalidPolicyError,
+    InvalidReasonError,
     InvalidRetentionPolicyError,
     InvalidSearchError,
     InvalidStabilityError,
@@ -63,7 +64,7 @@ from .errors import (
 from .evidence import AsyncEvidence, Evidence, EvidenceRecorded, Hit, Passage
 from .facts import AsyncFacts, Facts
 from .migrations import downgrade, migrate
-from .model import Answer, ChangeKind, Interpretation, Key, Recorded, Status, Version
+from .model import Answer, ChangeKind, Erasure, Interpretation, Key, Recorded, Status, Version
 from .periods import Period
 from .provenance import (
     CHANNEL,
@@ -105,6 +106,7 @@ __all__ = [
     "DecayPolicy",
     "DowngradeWouldLoseDataError",
     "EmbeddingError",
+    "Erasure",
     "Evidence",
     "EvidenceRecorded",
     "Explanation",
@@ -122,6 +124,7 @@ __all__ = [
     "InvalidMemoryNameError",
     "InvalidPeriodError",
     "InvalidPolicyError",
+    "InvalidReasonError",
     "InvalidRetentionPolicyError",
     "InvalidSearchError",
     "InvalidStabilityError",

@@ -61,6 +61,8 @@ class ExplainedVersion:
     recorded_by: str | None = None
     carried_from: int | None = None
     evidence: tuple[ExplainedPassage, ...] = ()
+    #: When the version's value was erased (its value is then None, its evidence gone).
+    erased_at: datetime | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ExplainedVersion:
@@ -76,6 +78,7 @@ class ExplainedVersion:
             known_to=parse_time(d["known_to"]),
             recorded_by=d.get("recorded_by"),
             carried_from=d.get("carried_from"),
+            erased_at=parse_time(d.get("erased_at")),
             evidence=tuple(
                 ExplainedPassage(e["evidence_id"], e["document"], e["passage"])
                 for e in d.get("evidence", ())
@@ -93,6 +96,7 @@ class ExplainedVersion:
             "known_to": iso_time(self.known_to),
             "recorded_by": self.recorded_by,
             "carried_from": self.carried_from,
+            "erased_at": iso_time(self.erased_at),
             "evidence": [
                 {"evidence_id": e.evidence_id, "document": e.document, "passage": e.passage}
                 for e in self.evidence
@@ -132,9 +136,11 @@ class Alternative:
 
 
 class QualificationCode(StrEnum):
-    """The kinds of qualification an answer can carry (see ``sql/explain.v1.sql``)."""
+    """The kinds of qualification an answer can carry (see ``sql/explain.v1.sql``;
+    ``erased``: ``sql/erasure.v1.sql``)."""
 
     UNKNOWN = "unknown"
+    ERASED = "erased"
     CONFLICT = "conflict"
     ANNOUNCED = "announced"
     EFFECTIVE = "effective"
@@ -306,6 +312,8 @@ def render(explanation: Explanation) -> str:
         answer = human_value(e.value)
     elif e.status is Status.MISSING:
         answer = "unknown"
+    elif e.status is Status.ERASED:
+        answer = "no value"
     else:
         answer = " or ".join(human_value(a.value) for a in e.alternatives)
     head = (

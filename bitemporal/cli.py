@@ -44,7 +44,7 @@ from .formatting import shown, stamp
 from .importing import import_file
 from .jsonvalues import dumps
 from .jsonvalues import parse as parse_json
-from .model import Answer, Key, Version
+from .model import Answer, Key, Status, Version
 from .periods import Instant, parse_instant
 from .plot import draw
 from .store import Store, connect
@@ -119,6 +119,8 @@ def _version_json(v: Version) -> dict[str, Any]:
         "known_to": _iso(v.known_period.end),
         "recorded_by": v.recorded_by,
         "carried_from": v.carried_from,
+        "erased": v.erased,
+        "erased_at": _iso(v.erased_at),
     }
 
 
@@ -194,6 +196,17 @@ def _retract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _erase(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        erasure = store.facts.erase(Key(args.entity, args.attribute), reason=args.reason)
+    if erasure is None:
+        print("nothing to erase: every version was already erased")
+    else:
+        ids = ", ".join(map(str, erasure.version_ids))
+        print(f"erased: erasure {erasure.erasure_id}, versions {ids}")
+    return 0
+
+
 def _resolve(args: argparse.Namespace) -> int:
     with _open(args) as store:
         answer = store.facts.resolve(
@@ -208,6 +221,8 @@ def _resolve(args: argparse.Namespace) -> int:
     value = (
         dumps(answer.value)
         if answer.value is not None
+        else "(erased)"
+        if answer.status is Status.ERASED
         else (" | ".join(map(dumps, answer.values)) or "-")
     )
     print(
@@ -327,8 +342,8 @@ def parser() -> argparse.ArgumentParser:
     sql.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
     db.set_defaults(handler=_db)
 
-    def keyed(name: str, help: str) -> argparse.ArgumentParser:
-        sub = command(commands, name, help)
+    def keyed(name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+        sub = command(commands, name, help, **kwargs)
         sub.add_argument("entity")
         sub.add_argument("attribute")
         return sub
@@ -348,6 +363,16 @@ def parser() -> argparse.ArgumentParser:
     retract = keyed("retract", "retract a source's value for a valid period")
     period(retract)
     retract.set_defaults(handler=_retract)
+
+    erase = keyed(
+        "erase",
+        "erase the value of every version of a key (role bitemporal_eraser)",
+        description="Erase the value of every version of a key (right to erasure): the "
+        "versions keep their periods and sources, the values and their evidence go, and "
+        "the erasure (reason, role, time) is recorded in bitemporal.erasures.",
+    )
+    erase.add_argument("--reason", required=True, help="why: the request or the legal ground")
+    erase.set_defaults(handler=_erase)
 
     resolve = keyed("resolve", "answer (valid_at, known_at) with status")
     resolve.add_argument("--valid-at", type=_instant_arg)

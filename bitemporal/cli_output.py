@@ -55,13 +55,14 @@ def print_problems(exc: ImportFailed, stream: IO[str] | None = None) -> None:
 
 
 def versions_table(versions: Sequence[Version]) -> str:
-    """Versions as a text table, one line each, open ends as ``(open)``."""
+    """Versions as a text table, one line each, open ends as ``(open)``, an erased
+    value as ``(erased)``."""
     header = ("version", "source", "value", "valid from", "valid to", "known from", "known to")
     rows = [
         (
             v.version_id,
             v.source,
-            dumps(v.value),
+            "(erased)" if v.erased else dumps(v.value),
             stamp(v.valid_period.start) or "(open)",
             stamp(v.valid_period.end) or "(open)",
             stamp(v.known_period.start),

@@ -90,6 +90,13 @@ class IdempotencyKeyReusedError(InvalidInputError):
     sqlstate = "BT008"
 
 
+class InvalidReasonError(InvalidInputError):
+    """An erasure without a reason: ``reason`` empty or blank (``erase``,
+    ``erase_entity``). The reason stays in ``bitemporal.erasures``."""
+
+    sqlstate = "BT009"
+
+
 class KnowledgeTimeError(BitemporalError):
     """A knowledge time would rewrite history or claim knowledge of the future."""
 
@@ -127,10 +134,14 @@ class AppendOnlyError(BitemporalError):
 
 class PermissionDeniedError(BitemporalError, PermissionError):
     """The database role lacks the privilege (SQLSTATE 42501; see Roles): grant it a
-    bitemporal role."""
+    bitemporal role. Erasing needs the role ``bitemporal_eraser``, which no other role
+    includes."""
 
     sqlstate = "42501"
-    default_hint = "grant the role bitemporal_reader, bitemporal_writer or bitemporal_auditor"
+    default_hint = (
+        "grant the role bitemporal_reader, bitemporal_writer or bitemporal_auditor "
+        "(erasing: bitemporal_eraser)"
+    )
 
 
 class ConfigurationError(BitemporalError):

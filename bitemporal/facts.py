@@ -17,10 +17,11 @@ from typing import Any
 from . import answers, changes, record_many
 from .answers import Explanation
 from .changes import Change
-from .errors import check_optional_text
+from .errors import InvalidReasonError, check_optional_text, check_text
 from .jsonvalues import JSON
 from .model import (
     Answer,
+    Erasure,
     Interpretation,
     Key,
     Recorded,
@@ -220,17 +221,46 @@ class FactOperations:
 
     @reads
     def history(self, key: Key) -> Steps[list[Version]]:
-        """Every version of ``key``, superseded ones included, by version id."""
+        """Every version of ``key``, superseded ones included, by version id, with when
+        each was really written and closed and, for an erased one, when and by which
+        erasure. Any role that may read (the function gives what the reader role may not
+        read from the table)."""
         rows = yield Statement(
-            f"SELECT {', '.join('h.' + c for c in _VERSION_COLUMNS.split(', '))}, "
-            "w.recorded_at, w.closed_at FROM bitemporal.history(%s, %s) h "
-            "JOIN bitemporal.fact_version w "
-            "ON w.version_id = h.version_id AND w.entity = h.entity "
-            "ORDER BY h.version_id",
+            f"SELECT {_VERSION_COLUMNS}, recorded_at, closed_at, erased_at, erasure_id "
+            "FROM bitemporal.history(%s, %s) ORDER BY version_id",
             (key.entity, key.attribute),
             dicts=True,
         )
         return [Version.from_row(row) for row in rows]
+
+    @writes
+    def erase(self, key: Key, *, reason: str) -> Steps[Erasure | None]:
+        """Erase the value of every version of ``key`` (a data subject's right to
+        erasure): the versions keep their ids, sources and both periods, their values
+        become None, their evidence is deleted, and the erasure (key, versions,
+        ``reason``, the session's role, the time) is recorded in
+        ``bitemporal.erasures``, which nobody can change. Answers for the times the
+        versions covered say :attr:`Status.ERASED`. Returns the erasure, or None when
+        every version of the key was already erased (nothing new is recorded). Needs
+        the role ``bitemporal_eraser``; waits for a write to the key in flight."""
+        rows = yield Statement(
+            "SELECT * FROM bitemporal.erase(%s, %s, %s)",
+            (key.entity, key.attribute, _reason(reason)),
+            dicts=True,
+        )
+        return Erasure.from_row(rows[0]) if rows else None
+
+    @writes
+    def erase_entity(self, entity: str, *, reason: str) -> Steps[Erasure | None]:
+        """:meth:`erase` for every attribute of ``entity``, as one erasure
+        (``attribute`` None). Returns None when nothing was left to erase."""
+        check_key_part("entity", entity)
+        rows = yield Statement(
+            "SELECT * FROM bitemporal.erase_entity(%s, %s)",
+            (entity, _reason(reason)),
+            dicts=True,
+        )
+        return Erasure.from_row(rows[0]) if rows else None
 
     @writes
     def settled_knowledge_time(self) -> Steps[datetime]:
@@ -283,6 +313,16 @@ class FactOperations:
         ``[known_from, known_to)`` (None: unbounded), for every key or one; see
         :mod:`bitemporal.changes`."""
         return (yield from changes.fetch(known_from, known_to, key=key))
+
+
+def _reason(reason: object) -> str:
+    """An erasure's reason: text that says something (the database checks it too)."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidReasonError(
+            f"an erasure needs a reason, not {reason!r}",
+            hint="say why: the request or the legal ground",
+        )
+    return check_text("reason", reason, InvalidReasonError)
 
 
 class Facts(FactOperations, SyncRepository):

@@ -27,6 +27,9 @@ class Status(StrEnum):
     SUPPORTED = "supported"
     #: Several distinct values: never averaged, never settled by ingestion order.
     CONFLICT = "conflict"
+    #: Every eligible version was erased: the store knew, and was made to forget (not
+    #: missing). Versions that are not erased, when eligible too, decide the status alone.
+    ERASED = "erased"
 
 
 class Interpretation(StrEnum):
@@ -44,6 +47,8 @@ class Interpretation(StrEnum):
     ANNOUNCED_FUTURE = "announced_future"
     #: Nothing eligible.
     MISSING = "missing"
+    #: The eligible versions were erased: no value to read.
+    ERASED = "erased"
 
 
 KEY_PART_LIMIT = 1024
@@ -96,6 +101,16 @@ class Version:
     #: for versions written before migration 0010).
     recorded_at: datetime | None = None
     closed_at: datetime | None = None
+    #: When the version's value was erased, and by which erasure (``bitemporal.erasures``):
+    #: filled in by :meth:`Facts.history`; elsewhere an erased version is known by its
+    #: value, None (see :attr:`erased`).
+    erased_at: datetime | None = None
+    erasure_id: int | None = None
+
+    @property
+    def erased(self) -> bool:
+        """Whether the value was erased: a version's value is never None otherwise."""
+        return self.value is None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Version:
@@ -110,6 +125,38 @@ class Version:
             carried_from=row["carried_from"],
             recorded_at=row.get("recorded_at"),
             closed_at=row.get("closed_at"),
+            erased_at=row.get("erased_at"),
+            erasure_id=row.get("erasure_id"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    """An erasure (:meth:`Facts.erase`, :meth:`Facts.erase_entity`), as
+    ``bitemporal.erasures`` records it: the values of ``version_ids`` are gone, this
+    record stays."""
+
+    erasure_id: int
+    #: The erasing transaction's time.
+    erased_at: datetime
+    #: The role of the erasing session (``session_user``).
+    erased_by: str
+    reason: str
+    entity: str
+    #: None for an erasure of every attribute of the entity.
+    attribute: str | None
+    version_ids: tuple[int, ...]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Erasure:
+        return cls(
+            erasure_id=row["erasure_id"],
+            erased_at=row["erased_at"],
+            erased_by=row["erased_by"],
+            reason=row["reason"],
+            entity=row["entity"],
+            attribute=row["attribute"],
+            version_ids=tuple(row["version_ids"]),
         )
 
 

@@ -56,6 +56,8 @@ class StaleCause(StrEnum):
     DISCARDED = "discarded"
     #: An input artifact was retired or replaced under its name.
     INPUT_RETIRED = "input_retired"
+    #: An input version's value was erased (``bitemporal.erase``).
+    ERASED = "erased"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,8 @@ class StaleArtifact:
 class InvalidationChange(StrEnum):
     SUPERSEDED = "superseded"
     RETRACTED = "retracted"
+    #: The version's value was erased; ``known_at`` is when (its knowledge is unchanged).
+    ERASED = "erased"
 
 
 @dataclass(frozen=True, slots=True)

@@ -297,6 +297,9 @@ def check_reply(claims: Claims, text: str) -> CheckReport:
     if claims.status is Status.MISSING:
         findings.append(_check_missing(text, numbers))
         return CheckReport(tuple(findings))
+    if claims.status is Status.ERASED:
+        findings.append(_check_erased(text, numbers))
+        return CheckReport(tuple(findings))
 
     findings.append(_check_value(claims, text, numbers))
     if claims.status is Status.SUPPORTED and claims.start is not None:
@@ -319,6 +322,22 @@ def _check_missing(text: str, numbers: list[float]) -> Finding:
             f"states a value ({shown}) where none is recorded",
         )
     return Finding("status", Verdict.OMITTED, expected, "does not say that the value is unknown")
+
+
+_ERASED_CUES = re.compile(r"\b(erased|deleted|removed|forgotten)\b", re.IGNORECASE)
+
+
+def _check_erased(text: str, numbers: list[float]) -> Finding:
+    # The value is gone: a reply may say so, and must not state one.
+    expected = "erased: a value was recorded and has been erased"
+    if numbers:
+        shown = ", ".join(f"{n:g}" for n in numbers)
+        return Finding(
+            "status", Verdict.CONTRADICTED, expected, f"states a value ({shown}) that was erased"
+        )
+    if _ERASED_CUES.search(text):
+        return Finding("status", Verdict.STATED, expected, "says the value was erased")
+    return Finding("status", Verdict.OMITTED, expected, "does not say that the value was erased")
 
 
 def _check_value(e: Claims, text: str, numbers: list[float]) -> Finding:

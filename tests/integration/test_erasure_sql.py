@@ -55,7 +55,7 @@ def test_erase_clears_values_keeps_the_shape_and_records_it(
         "WHERE entity = %s AND attribute = 'email' ORDER BY version_id",
         (entity,),
     ).fetchall()
-    raw.row_factory = dict_row  # type: ignore[assignment]
+    raw.row_factory = dict_row
     rows = raw.execute(
         "SELECT * FROM bitemporal.erase(%s, 'email', 'GDPR art. 17, request 42')", (entity,)
     ).fetchall()
@@ -65,7 +65,7 @@ def test_erase_clears_values_keeps_the_shape_and_records_it(
     assert e["reason"] == "GDPR art. 17, request 42"
     assert set(e["version_ids"]) >= {v1, v2} and other not in e["version_ids"]
     assert e["erased_by"] == raw.execute("SELECT session_user AS u").fetchone()["u"]  # type: ignore[index]
-    raw.row_factory = psycopg.rows.tuple_row  # type: ignore[assignment]
+    raw.row_factory = psycopg.rows.tuple_row
     after = raw.execute(
         "SELECT version_id, source, valid_period, known_period FROM bitemporal.fact_version "
         "WHERE entity = %s AND attribute = 'email' ORDER BY version_id",
@@ -73,7 +73,8 @@ def test_erase_clears_values_keeps_the_shape_and_records_it(
     ).fetchall()
     assert after == before
     values = raw.execute(
-        "SELECT value, erasure_id IS NOT NULL FROM bitemporal.fact_version WHERE entity = %s AND attribute = 'email'",
+        "SELECT value, erasure_id IS NOT NULL FROM bitemporal.fact_version "
+        "WHERE entity = %s AND attribute = 'email'",
         (entity,),
     ).fetchall()
     assert values and all(v == (None, True) for v in values)
@@ -89,7 +90,8 @@ def test_erase_clears_values_keeps_the_shape_and_records_it(
         "SELECT count(*) FROM bitemporal.erasures WHERE entity = %s", (entity,)
     ).fetchone() == (1,)
     status = raw.execute(
-        "SELECT status::text, value, interpretation::text FROM bitemporal.resolve(%s, 'email', '2026-07-01')",
+        "SELECT status::text, value, interpretation::text "
+        "FROM bitemporal.resolve(%s, 'email', '2026-07-01')",
         (entity,),
     ).fetchone()
     assert status == ("erased", None, "erased")
@@ -107,7 +109,10 @@ def test_the_guard_refuses_a_value_cleared_without_its_record(
     for statement in (
         "UPDATE bitemporal.fact_version SET value = NULL WHERE version_id = %s",
         "UPDATE bitemporal.fact_version SET value = '\"x\"' WHERE version_id = %s",
-        "UPDATE bitemporal.fact_version SET value = NULL, erasure_id = 1, erased_at = now() WHERE version_id = %s",
+        (
+            "UPDATE bitemporal.fact_version SET value = NULL, erasure_id = 1, erased_at = now() "
+            "WHERE version_id = %s"
+        ),
     ):
         with pytest.raises(psycopg.Error) as failure:
             raw.execute(statement, (v,))
@@ -122,7 +127,8 @@ def test_the_guard_refuses_a_value_cleared_without_its_record(
     with pytest.raises(psycopg.Error) as failure:
         raw.execute(
             "UPDATE bitemporal.fact_version SET value = NULL, erasure_id = %s, "
-            "erased_at = (SELECT erased_at FROM bitemporal.erasures WHERE erasure_id = %s) WHERE version_id = %s",
+            "erased_at = (SELECT erased_at FROM bitemporal.erasures WHERE erasure_id = %s) "
+            "WHERE version_id = %s",
             (erasure[0], erasure[0], v2),
         )
     assert failure.value.sqlstate == "BT006"
@@ -139,7 +145,8 @@ def test_the_guard_refuses_a_value_cleared_without_its_record(
     # Inserting a value-less version by hand is refused too.
     with pytest.raises(psycopg.Error) as failure:
         raw.execute(
-            "INSERT INTO bitemporal.fact_version (entity, attribute, source, value, valid_period, known_period) "
+            "INSERT INTO bitemporal.fact_version "
+            "(entity, attribute, source, value, valid_period, known_period) "
             "VALUES (%s, 'email', 'other', NULL, tstzrange(NULL, NULL), tstzrange(now(), NULL))",
             (entity,),
         )
@@ -163,10 +170,10 @@ def test_bad_input_is_refused_and_changes_nothing(
         with pytest.raises(psycopg.Error) as failure:
             raw.execute("SELECT * FROM bitemporal.erase(%s, %s, %s)", args)
         assert failure.value.sqlstate == code, args
-    for args, code in (((entity, ""), "BT009"), (("nobody:" + entity, "request"), "BT004")):
+    for pair, code in (((entity, ""), "BT009"), (("nobody:" + entity, "request"), "BT004")):
         with pytest.raises(psycopg.Error) as failure:
-            raw.execute("SELECT * FROM bitemporal.erase_entity(%s, %s)", args)
-        assert failure.value.sqlstate == code, args
+            raw.execute("SELECT * FROM bitemporal.erase_entity(%s, %s)", pair)
+        assert failure.value.sqlstate == code, pair
     assert snapshot(raw, entity) == before
     assert raw.execute(
         "SELECT count(*) FROM bitemporal.erasures WHERE entity = %s", (entity,)
@@ -209,7 +216,8 @@ def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
         for name in names.values():
             admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
         admin.execute(
-            "SELECT bitemporal.grant_roles(reader => %s, writer => %s, auditor => NULL, eraser => %s)",
+            "SELECT bitemporal.grant_roles("
+            "reader => %s, writer => %s, auditor => NULL, eraser => %s)",
             (names["reader"], names["writer"], names["eraser"]),
         )
     yield names | {"url": migrated_database_url}
@@ -234,7 +242,8 @@ def test_only_the_eraser_may_erase(roles: dict[str, str], entity: str) -> None:
                     assert failure.value.sqlstate == "42501"
         with psycopg.connect(url, user=roles["reader"], autocommit=True) as reader:
             history = reader.execute(
-                "SELECT value, recorded_at IS NOT NULL, erased_at FROM bitemporal.history(%s, 'email')",
+                "SELECT value, recorded_at IS NOT NULL, erased_at "
+                "FROM bitemporal.history(%s, 'email')",
                 (entity,),
             ).fetchall()
             assert history == [("a@example.com", True, None)]
