@@ -34,7 +34,7 @@ from .errors import (
     check_text,
 )
 from .jsonvalues import encode
-from .model import ChangeKind, Recorded
+from .model import ChangeKind, Erasure, Recorded, check_reason
 from .operations import (
     AsyncRepository,
     AsyncRunning,
@@ -99,9 +99,15 @@ class TableVersion:
     known_period: Period
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: int | None
-    #: Its value columns were erased (:meth:`ApplicationTableOperations.erase`, or a
-    #: retention policy): they read None, and ``bitemporal.erasures`` says who, when, why.
-    erased: bool = False
+    #: When its value columns were erased (:meth:`ApplicationTableOperations.erase`, or a
+    #: retention policy); they read None since. None: not erased.
+    erased_at: datetime | None = None
+
+    @property
+    def erased(self) -> bool:
+        """Whether the version's values were erased (``bitemporal.erasures`` says who and
+        why, for the auditor)."""
+        return self.erased_at is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,18 +190,19 @@ def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
         valid_period=Period.from_range(row["valid_period"]),
         known_period=Period.from_range(row["known_period"]),
         carried_from=row["carried_from"],
-        erased=row["erased"],
+        erased_at=row["erased_at"],
     )
 
 
 def _version_columns(d: TableDefinition) -> sql.Composable:
-    """The select list of a version ``v`` of the table: its columns, and whether an erasure
-    of the table lists it (the array containment reaches the erasures' GIN index)."""
+    """The select list of a version ``v`` of the table: its columns, and when an erasure of
+    the table listed it (the view readers may read; the array containment reaches the
+    erasures' GIN index)."""
     columns = (*d.key_columns, *d.value_columns, "version_id", "valid_period", "known_period")
     return sql.SQL(
-        "{columns}, v.carried_from, EXISTS (SELECT FROM bitemporal.erasures e"
+        "{columns}, v.carried_from, (SELECT max(e.erased_at) FROM bitemporal.table_erasures e"
         " WHERE e.relation = pg_catalog.format('%%I.%%I', {schema}::text, {name}::text)"
-        " AND e.version_ids @> ARRAY[v.version_id]) AS erased"
+        " AND e.version_ids @> ARRAY[v.version_id]) AS erased_at"
     ).format(
         columns=sql.SQL(", ").join(Name("v", c) for c in columns),
         schema=Text(d.schema),
@@ -325,6 +332,34 @@ class ApplicationTableOperations:
         )
         result = one((yield Statement(query, params)))
         return tuple(result[0])
+
+    @writes
+    def erase(
+        self, table: TableRef, key: Mapping[str, Any], *, reason: str
+    ) -> Steps[Erasure | None]:
+        """Erase ``key`` (a data subject's right to erasure): every value column of every
+        version of the key becomes None; keys, periods and version ids stay, and the
+        erasure (table, key, versions, ``reason``, the session's role, the time) is recorded
+        in ``bitemporal.erasures``. Returns it, or None when every version was already
+        erased (nothing new is recorded). Takes the key's lock, as writes do. Needs
+        ``EXECUTE`` on ``<table>_erase`` (granted to ``bitemporal_eraser``); raises
+        :class:`~bitemporal.UnknownKeyError` for a key never recorded,
+        :class:`~bitemporal.InvalidReasonError` for a blank reason,
+        :class:`~bitemporal.NotErasableError` when a value column is ``NOT NULL``."""
+        reason = check_reason(reason)
+        d = yield from self._definition(table)
+        self._check_columns(d, key, key_only=True)
+        # By position: the reason parameter has no name when a key column is called reason.
+        query = sql.SQL(
+            "SELECT e.* FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
+            " {function}({args}, %s) AS e WHERE e.erasure_id IS NOT NULL"
+        ).format(
+            row_type=d.row_type,
+            function=d.function("erase"),
+            args=sql.SQL(", ").join(Name("r", c) for c in d.key_columns),
+        )
+        rows = yield Statement(query, (_row_json(key), reason), dicts=True)
+        return Erasure.from_row(rows[0]) if rows else None
 
     @reads
     def as_of(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .app_tables import TableRef, table_oid
-from .errors import InvalidInputError, check_optional_text
+from .errors import InvalidRetentionPolicyError, check_optional_text
 from .model import check_key_part
 from .operations import (
     AsyncRepository,
@@ -57,7 +57,7 @@ class RetentionRun:
 
 def _keep_for(keep_for: timedelta | None) -> timedelta | None:
     if keep_for is not None and (not isinstance(keep_for, timedelta) or keep_for <= timedelta(0)):
-        raise InvalidInputError(
+        raise InvalidRetentionPolicyError(
             f"keep_for must be a positive timedelta (None drops the policy), not {keep_for!r}"
         )
     return keep_for

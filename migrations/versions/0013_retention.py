@@ -10,9 +10,13 @@
 * ``bitemporal.erasures`` gets a GIN index on ``version_ids``: "is this version erased"
   is asked for every version an application table's history or as_of returns.
 
+``grant_roles`` (as erasure.v1.sql defines it) gives the eraser alone ``set_retention``
+and ``apply_retention``; the upgrade grants them to the eraser, and the view
+``bitemporal.table_erasures`` to the roles that may read ``bitemporal.app_table``.
+
 The downgrade drops what this revision added (the policies included) and restores the
-previous definitions (tables.v2.sql, table_knowledge.v1.sql); the tables' erase
-functions go, their erased values stay erased.
+previous definitions (erasure.v1.sql, tables.v2.sql, table_knowledge.v1.sql); the tables'
+erase functions go, their erased values stay erased.
 
 Revision ID: 0013
 Revises: 0012
@@ -56,11 +60,33 @@ def upgrade() -> None:
         "'Which erasures list a version (version_ids @> ARRAY[id]).'"
     )
     op.execute(REGENERATE_TABLES)
+    # The eraser gets set_retention and apply_retention (the other roles' grants stay as
+    # they were); whoever may read the registry of application tables (the reader and
+    # auditor roles granted before) may read which of their versions are erased.
+    op.execute("SELECT bitemporal.grant_roles(reader => NULL, writer => NULL, auditor => NULL)")
+    op.execute(
+        """
+        DO $$
+        DECLARE grantee text;
+        BEGIN
+            FOR grantee IN
+                SELECT DISTINCT pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee))
+                  FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+                 WHERE c.oid = 'bitemporal.app_table'::regclass AND a.privilege_type = 'SELECT'
+                   AND a.grantee <> 0 AND a.grantee <> c.relowner
+            LOOP
+                EXECUTE pg_catalog.format('GRANT SELECT ON bitemporal.table_erasures TO %s', grantee);
+            END LOOP;
+        END;
+        $$;
+        """
+    )
     op.execute("SET LOCAL search_path TO DEFAULT")
 
 
 def downgrade() -> None:
     op.execute(PINNED_PATH)
+    op.execute(previous_definition("erasure.v1.sql", "bitemporal.grant_roles"))
     op.execute(
         """
         DROP FUNCTION bitemporal.apply_retention();
