@@ -27,8 +27,10 @@ from tests.disk import found_in, shown
 
 #: The documented maintenance after an erasure (docs/erasure.md, "Gone from the disk").
 MAINTENANCE = (
-    "VACUUM (FULL, ANALYZE) bitemporal.fact_version, bitemporal.evidence,"
-    " bitemporal.fact_request, {tables}",
+    (
+        "VACUUM (FULL, ANALYZE) bitemporal.fact_version, bitemporal.evidence,"
+        " bitemporal.fact_request, {tables}"
+    ),
     "VACUUM FULL pg_catalog.pg_statistic",
     "CHECKPOINT",
 )
