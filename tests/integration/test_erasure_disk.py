@@ -17,20 +17,34 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
 
+from bitemporal import Key, Status, Store
 from tests.disk import found_in, shown
 
-#: The documented maintenance after an erasure (docs/erasure.md, "Gone from the disk").
+#: The tables every erasure of the fact store touches.
+FACT_STORE = ("bitemporal.fact_version", "bitemporal.evidence", "bitemporal.fact_request")
+
+#: The documented maintenance after an erasure (docs/erasure.md, "Gone from the disk"), for
+#: the tables {tables} (a list of names) and {names} (the same as text literals).
 MAINTENANCE = (
+    "VACUUM FULL {tables}",
+    # ANALYZE keeps the old statistics of a table it finds empty: forget them first (the
+    # tables', their partitions' and their indexes').
     (
-        "VACUUM (FULL, ANALYZE) bitemporal.fact_version, bitemporal.evidence,"
-        " bitemporal.fact_request, {tables}"
+        "WITH t AS (SELECT unnest(ARRAY[{names}]::regclass[])::oid AS oid),"
+        " r AS (SELECT oid FROM t UNION"
+        " SELECT inhrelid FROM pg_inherits WHERE inhparent IN (SELECT oid FROM t)),"
+        " x AS (SELECT oid FROM r UNION"
+        " SELECT indexrelid FROM pg_index WHERE indrelid IN (SELECT oid FROM r))"
+        " DELETE FROM pg_catalog.pg_statistic WHERE starelid IN (SELECT oid FROM x)"
     ),
+    "ANALYZE {tables}",
     "VACUUM FULL pg_catalog.pg_statistic",
     "CHECKPOINT",
 )
@@ -48,9 +62,56 @@ def admin(migrated_database_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 def maintain(conn: psycopg.Connection[Any], *tables: str) -> None:
-    listed = sql.SQL(", ").join(sql.Identifier(*t.split(".")) for t in tables)
+    every = (*FACT_STORE, *tables)
+    tables_sql = sql.SQL(", ").join(sql.Identifier(*t.split(".")) for t in every)
+    names_sql = sql.SQL(", ").join(sql.Literal(t) for t in every)
     for statement in MAINTENANCE:
-        conn.execute(sql.SQL(statement).format(tables=listed))
+        conn.execute(sql.SQL(statement).format(tables=tables_sql, names=names_sql))
+
+
+def test_the_fact_stores_erased_values_leave_its_files(admin: psycopg.Connection[Any]) -> None:
+    # Lower case, one word: the full-text index keeps it as it is (a lexeme).
+    needle = f"erasemezq{uuid.uuid4().hex[:6]}"
+    store = Store(admin)
+    entity = f"person:{uuid.uuid4().hex[:8]}"
+    email, notes = Key(entity, "email"), Key(entity, "notes")
+    first = store.facts.record(
+        email,
+        f"{needle}@example.com",
+        source="crm",
+        valid_from=datetime(2026, 1, 1, tzinfo=UTC),
+        idempotency_key=f"request-{uuid.uuid4().hex}",
+    )
+    store.facts.record(
+        email, f"{needle}@example.org", source="crm", valid_from=datetime(2026, 6, 1, tzinfo=UTC)
+    )
+    store.evidence.add(first.version_id, f"The customer wrote from {needle}@example.com today.")
+    # Long enough to be compressed and stored in the TOAST table; the needle comes first,
+    # so the compressed bytes still hold it literally (what the scan can see).
+    long_text = needle + " " + " ".join(uuid.uuid4().hex for _ in range(300))
+    store.facts.record(notes, long_text, source="crm")
+    store.facts.record(
+        Key(f"person:{uuid.uuid4().hex[:8]}", "email"), "kept@example.com", source="crm"
+    )
+    admin.execute("ANALYZE")
+
+    before = found_in(admin, needle)
+    print(f"\nfact store, before erasure: {shown(before)}")
+    assert any(r.startswith("bitemporal.fact_version") for r in before)
+    assert {"bitemporal.evidence", "bitemporal.evidence_search_idx"} <= before.keys()
+    assert {"bitemporal.fact_request", "pg_statistic"} <= before.keys()
+    assert any(r.startswith("pg_toast.") for r in before)
+
+    erasure = store.facts.erase_entity(entity, reason="request #1234 (right to erasure)")
+    assert erasure is not None and len(erasure.version_ids) == 4
+    print(f"fact store, erased, no maintenance yet: {shown(found_in(admin, needle))}")
+
+    maintain(admin)
+    after = found_in(admin, needle)
+    print(f"fact store, after the documented maintenance: {shown(after)}")
+    assert after == {}
+    assert store.facts.resolve(email).status is Status.ERASED
+    assert store.facts.resolve(Key(entity, "notes")).status is Status.ERASED
 
 
 def test_an_application_tables_erased_values_leave_its_files(
