@@ -22,6 +22,7 @@ from sqlalchemy import (
     Index,
     MetaData,
     PrimaryKeyConstraint,
+    String,
     Table,
     Text,
     func,
@@ -77,7 +78,8 @@ fact_version = Table(
     Column("entity", Text, nullable=False),
     Column("attribute", Text, nullable=False),
     Column("source", Text, nullable=False),
-    Column("value", JSONB, nullable=False),
+    # NULL only once erased (migration 0012).
+    Column("value", JSONB),
     Column("valid_period", TSTZRANGE, nullable=False),
     Column("known_period", TSTZRANGE, nullable=False),
     Column("recorded_by", Text),
@@ -86,6 +88,9 @@ fact_version = Table(
     # Forced by a trigger (migration 0010): when the version was really written, and closed.
     Column("recorded_at", TSTZ),
     Column("closed_at", TSTZ),
+    # The erasure that removed the value, and when (migration 0012).
+    Column("erased_at", TSTZ),
+    Column("erasure_id", BigInteger),
     PrimaryKeyConstraint("version_id", name="fact_version_pkey"),
     ForeignKeyConstraint(
         ["entity", "attribute"],
@@ -119,12 +124,44 @@ fact_request = Table(
     Column("entity", Text, nullable=False),
     Column("attribute", Text, nullable=False),
     Column("source", Text, nullable=False),
-    Column("value", JSONB, nullable=False),
+    # Cleared by an erasure of the key (migration 0012).
+    Column("value", JSONB),
     Column("valid_period", TSTZRANGE, nullable=False),
     Column("known_at", TSTZ),
     Column("result", JSONB),
     Column("requested_at", TSTZ, nullable=False, server_default=text("now()")),
     PrimaryKeyConstraint("idempotency_key", name="fact_request_pkey"),
+)
+
+erasures = Table(
+    "erasures",
+    metadata,
+    Column("erasure_id", BigInteger, Identity(always=True), nullable=False),
+    Column("erased_at", TSTZ, nullable=False, server_default=text("now()")),
+    # PostgreSQL's type name (of role names), which reflection reads as String.
+    Column("erased_by", String, nullable=False, server_default=text("SESSION_USER")),
+    Column("reason", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("relation", Text),
+    Column("entity", Text),
+    Column("attribute", Text),
+    Column("key", JSONB),
+    Column("version_ids", ARRAY(BigInteger), nullable=False),
+    Column("policy", Text),
+    Column("recorded_in", Xid8, nullable=False, server_default=text("pg_current_xact_id()")),
+    PrimaryKeyConstraint("erasure_id", name="erasures_pkey"),
+    CheckConstraint("btrim(reason) <> ''", name="erasures_reason_not_blank"),
+    CheckConstraint("btrim(scope) <> ''", name="erasures_scope_not_blank"),
+    CheckConstraint(
+        "scope <> 'fact' OR (entity IS NOT NULL AND relation IS NULL AND key IS NULL)",
+        name="erasures_fact_scope",
+    ),
+    Index(
+        "erasures_entity_idx",
+        "entity",
+        "attribute",
+        postgresql_where=text("entity IS NOT NULL"),
+    ),
 )
 
 memory_namespace = Table(

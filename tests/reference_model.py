@@ -18,7 +18,11 @@ looking at how the SQL functions compute it:
 * ``as_of(valid_at, known_at)`` is every version whose valid period contains
   ``valid_at`` and whose known period contains ``known_at``;
 * ``resolve`` names the answer: its status from the number of distinct values,
-  and its interpretation relative to a present ``now``.
+  and its interpretation relative to a present ``now``;
+* ``erase`` removes the value of every version of the key (periods and sources
+  stay): an erased version is still eligible, but has no value; the status comes
+  from the values left, and is ``erased`` when every eligible version is erased.
+  A remainder of an erased version is erased too.
 
 Knowledge times must never decrease; several writes at the same knowledge time
 behave as the writes of one transaction.
@@ -100,9 +104,14 @@ def covers(pieces: Iterable[Period], whole: Period) -> bool:
 @dataclass(frozen=True)
 class Version:
     source: str
+    #: None once erased.
     value: Any
     valid: Period
     known: Period
+
+    @property
+    def erased(self) -> bool:
+        return self.value is None
 
     def fingerprint(self) -> tuple[Hashable, ...]:
         """What identifies a version's content: (source, value, valid, known)."""
@@ -127,11 +136,11 @@ def jsonb_order(value: Any) -> tuple[int, Any]:
 
 @dataclass(frozen=True)
 class ModelAnswer:
-    status: str  # missing | supported | conflict
+    status: str  # missing | supported | conflict | erased
     value: Any
     values: tuple[Any, ...]
     versions: tuple[Version, ...]
-    #: current | known_then | historical | retrospective | announced_future | missing
+    #: current | known_then | historical | retrospective | announced_future | missing | erased
     interpretation: str
 
 
@@ -161,6 +170,13 @@ class FactModel:
         if ended:
             self._last_known_at = known_at
         return ended
+
+    def erase(self) -> int:
+        """Erase the value of every version not erased yet. Returns how many; knowledge
+        times do not change (an erasure is not a knowledge event)."""
+        erased = sum(1 for v in self._versions if not v.erased)
+        self._versions = [Version(v.source, None, v.valid, v.known) for v in self._versions]
+        return erased
 
     def _check_knowledge_time(self, known_at: datetime) -> None:
         # Knowledge only moves forward; a write that changed nothing taught nothing.
@@ -208,7 +224,9 @@ class FactModel:
         ]
 
     def distinct_values(self, valid_at: datetime, known_at: datetime) -> tuple[Any, ...]:
-        values = {_hashable(v.value): v.value for v in self.as_of(valid_at, known_at)}
+        values = {
+            _hashable(v.value): v.value for v in self.as_of(valid_at, known_at) if not v.erased
+        }
         return tuple(sorted(values.values(), key=jsonb_order))
 
     def resolve(self, valid_at: datetime, known_at: datetime, now: datetime) -> ModelAnswer:
@@ -217,8 +235,10 @@ class FactModel:
         versions = tuple(self.as_of(valid_at, known_at))
         values = self.distinct_values(valid_at, known_at)
         status = {0: "missing", 1: "supported"}.get(len(values), "conflict")
-        if status == "missing":
-            interpretation = "missing"
+        if status == "missing" and versions:
+            status = "erased"  # every eligible version was erased
+        if status in ("missing", "erased"):
+            interpretation = status
         elif valid_at > known_at:
             interpretation = "announced_future"  # announced, not in force when asked
         elif valid_at == known_at:
