@@ -195,18 +195,31 @@ def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
 
 
 def _version_columns(d: TableDefinition) -> sql.Composable:
-    """The select list of a version ``v`` of the table: its columns, and when an erasure of
-    the table listed it (the view readers may read; the array containment reaches the
-    erasures' GIN index)."""
+    """The select list of a version ``v`` of the table: its columns, and when it was erased
+    (the view readers may read; the array containment reaches the erasures' GIN index): an
+    erasure of the table lists it, or it is a remainder re-recorded without values from a
+    version an erasure lists."""
     columns = (*d.key_columns, *d.value_columns, "version_id", "valid_period", "known_period")
-    return sql.SQL(
-        "{columns}, v.carried_from, (SELECT max(e.erased_at) FROM bitemporal.table_erasures e"
+    erased_at = (
+        "(SELECT max(e.erased_at) FROM bitemporal.table_erasures e"
         " WHERE e.relation = pg_catalog.format('%%I.%%I', {schema}::text, {name}::text)"
-        " AND e.version_ids @> ARRAY[v.version_id]) AS erased_at"
+        " AND e.version_ids @> ARRAY[{id}])"
+    )
+    return sql.SQL(
+        "{columns}, v.carried_from, coalesce({listed}, CASE WHEN {no_values} THEN {origin} END)"
+        " AS erased_at"
     ).format(
         columns=sql.SQL(", ").join(Name("v", c) for c in columns),
-        schema=Text(d.schema),
-        name=Text(d.name),
+        listed=sql.SQL(erased_at).format(
+            schema=Text(d.schema), name=Text(d.name), id=sql.SQL("v.version_id")
+        ),
+        no_values=sql.SQL(" AND ").join(
+            [sql.SQL("{} IS NULL").format(Name("v", c)) for c in d.value_columns]
+            or [sql.SQL("true")]
+        ),
+        origin=sql.SQL(erased_at).format(
+            schema=Text(d.schema), name=Text(d.name), id=sql.SQL("v.carried_from")
+        ),
     )
 
 

@@ -161,7 +161,7 @@ SELECT e.relation, e.version_ids, e.erasure_id, e.erased_at
   FROM bitemporal.erasures e
  WHERE e.scope = 'table';
 COMMENT ON VIEW bitemporal.table_erasures IS
-    'Which versions of application tables were erased, and when, for readers (bitemporal.erasures, with who and why, is for the auditor and the eraser): relation (schema.table as format(''%I.%I'')), version_ids, erasure_id, erased_at. Ask with version_ids @> ARRAY[version_id].';
+    'Which versions of application tables were erased, and when, for readers (bitemporal.erasures, with who and why, is for the auditor and the eraser): relation (schema.table as format(''%I.%I'')), version_ids, erasure_id, erased_at. Ask with version_ids @> ARRAY[version_id]. A remainder re-recorded from an erased version after its erasure is not listed: it has no values, and its carried_from is.';
 
 CREATE FUNCTION bitemporal_internal.table_erase(
     image anyelement, reason text, policy text DEFAULT NULL, only_versions bigint[] DEFAULT NULL)
@@ -209,12 +209,18 @@ BEGIN
             USING ERRCODE = 'BT404',
                   HINT = pg_catalog.format('ALTER TABLE %s ALTER COLUMN ... DROP NOT NULL for each of them first.', tab);
     END IF;
-    -- The key's versions (of only_versions, when given) no erasure of this table lists yet.
+    -- The key's versions (of only_versions, when given) not erased yet: none that an
+    -- erasure of this table lists, nor a remainder re-recorded, without values, from an
+    -- erased version after its erasure (see bitemporal.table_erasures).
     EXECUTE pg_catalog.format(
         'SELECT pg_catalog.array_agg(v.version_id ORDER BY v.version_id) FROM %s v WHERE %s '
         'AND ($2 IS NULL OR v.version_id = ANY ($2)) '
-        'AND NOT EXISTS (SELECT FROM bitemporal.erasures e WHERE e.relation = $3 AND v.version_id = ANY (e.version_ids))',
-        tab, bitemporal_internal.key_match(d, 'v'))
+        'AND NOT EXISTS (SELECT FROM bitemporal.erasures e WHERE e.relation = $3 AND e.version_ids @> ARRAY[v.version_id]) '
+        'AND NOT (%s AND EXISTS (SELECT FROM bitemporal.erasures e WHERE e.relation = $3 AND e.version_ids @> ARRAY[v.carried_from]))',
+        tab, bitemporal_internal.key_match(d, 'v'),
+        -- (u.col: c is a variable here)
+        coalesce((SELECT pg_catalog.string_agg(pg_catalog.format('v.%I IS NULL', u.col), ' AND ')
+                    FROM pg_catalog.unnest(d.value_columns) AS u (col)), 'true'))
        INTO ids USING image, only_versions, tab;
     IF ids IS NULL THEN
         RETURN NULL;  -- nothing left to erase: nothing recorded
