@@ -214,8 +214,10 @@ def _version_columns(d: TableDefinition) -> sql.Composable:
             schema=Text(d.schema), name=Text(d.name), id=sql.SQL("v.version_id")
         ),
         no_values=sql.SQL(" AND ").join(
-            [sql.SQL("{} IS NULL").format(Name("v", c)) for c in d.value_columns]
-            or [sql.SQL("true")]
+            [
+                *(sql.SQL("{} IS NULL").format(Name("v", c)) for c in d.value_columns),
+                sql.SQL("true"),
+            ]
         ),
         origin=sql.SQL(erased_at).format(
             schema=Text(d.schema), name=Text(d.name), id=sql.SQL("v.carried_from")

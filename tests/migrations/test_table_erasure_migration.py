@@ -5,6 +5,7 @@ the downgrade takes the erase function away and leaves the table working."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -13,7 +14,7 @@ from psycopg import sql
 from bitemporal import migrations
 
 
-def erase_functions(conn: psycopg.Connection) -> list[str]:  # type: ignore[type-arg]
+def erase_functions(conn: psycopg.Connection[Any]) -> list[str]:
     return [
         r[0]
         for r in conn.execute(
