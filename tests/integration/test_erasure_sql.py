@@ -11,6 +11,8 @@ import pytest
 from psycopg import sql
 from psycopg.rows import dict_row
 
+import bitemporal
+from bitemporal import Explanation, Status, migrations
 from tests.helpers import Connect
 
 
@@ -311,3 +313,54 @@ def test_evidence_goes_and_dependents_go_stale(connect: Connect, entity: str) ->
     assert len(stale) == 1 and stale[0][0] == "erased" and "erased on" in stale[0][1]
     payloads = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
     assert payloads and '"change": "erased"' in payloads[0] and str(v) in payloads[0]
+
+
+def test_conflicts_now_and_the_sentence_leave_erased_values_out(
+    raw: psycopg.Connection[Any], entity: str
+) -> None:
+    record(raw, entity, "email", "crm", '"a@example.com"')
+    raw.execute("SELECT bitemporal.erase(%s, 'email', 'request')", (entity,))
+    record(raw, entity, "email", "billing", '"b@example.com"')
+    record(raw, entity, "email", "support", '"c@example.com"')
+    row = raw.execute(
+        'SELECT "values", sources FROM bitemporal.conflicts_now WHERE entity = %s', (entity,)
+    ).fetchone()
+    assert row == (["b@example.com", "c@example.com"], ["billing", "support"])
+    sentence = raw.execute(
+        "SELECT bitemporal.explain_sentence(bitemporal.explain(%s, 'email'))", (entity,)
+    ).fetchone()
+    assert sentence is not None
+    assert "b@example.com or c@example.com (conflict)" in sentence[0]
+
+
+def test_a_downgrade_keeps_erasures(migrated_database_url: str, entity: str) -> None:
+    """Erased values cannot exist before 0012: going back is refused, forced or not."""
+    with psycopg.connect(migrated_database_url, autocommit=True) as conn:
+        record(conn, entity, "email", "crm", '"a@example.com"')
+        conn.execute("SELECT bitemporal.erase(%s, 'email', 'request')", (entity,))
+    for force in (False, True):
+        with pytest.raises(bitemporal.BitemporalError):
+            migrations.downgrade(migrated_database_url, "0011", force=force)
+        assert migrations.current(migrated_database_url) == migrations.head()
+    with psycopg.connect(migrated_database_url) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM bitemporal.erasures WHERE entity = %s", (entity,)
+        ).fetchone() == (1,)
+
+
+def test_python_renders_the_erased_sentence_as_sql_does(
+    raw: psycopg.Connection[Any], entity: str
+) -> None:
+    record(raw, entity, "email", "crm", '"a@example.com"', "2026-01-01")
+    raw.execute("SELECT bitemporal.erase(%s, 'email', 'request')", (entity,))
+    row = raw.execute(
+        "SELECT e, bitemporal.explain_sentence(e) "
+        "FROM bitemporal.explain(%s, 'email', '2026-03-01') e",
+        (entity,),
+    ).fetchone()
+    assert row is not None
+    explanation = Explanation.from_dict(row[0])
+    assert explanation.status is Status.ERASED
+    assert explanation.as_dict() == row[0]
+    assert explanation.sentence() == row[1]
+    assert "no value (erased); erased on" in row[1]
