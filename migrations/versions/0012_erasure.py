@@ -13,7 +13,10 @@ and stale cause ``erased`` (resolve, explain, explain_sentence, stale,
 distinct_values, conflicts_now), ``bitemporal.history`` with ``recorded_at``,
 ``closed_at`` and the erasure, and ``grant_roles``/``revoke_roles`` with a
 fourth role, the eraser, which this revision creates and grants (the other
-roles keep their grants as they are).
+roles keep their grants as they are). ``facts_write.v4.sql`` and
+``facts_bulk.v3.sql``: ``record`` and ``record_many`` never take a period an
+erased version shares for one already holding the value (their no-op test
+compares values with IS NOT DISTINCT FROM).
 
 The downgrade restores what 0011 had. Erased values cannot come back: a
 database holding erased versions is refused (they cannot be represented
@@ -36,7 +39,7 @@ depends_on = None
 
 # Frozen: a later change to any of these objects is a new versioned file
 # loaded by a new migration, never an edit of this file.
-FILES = ("erasure.v1.sql",)
+FILES = ("erasure.v1.sql", "facts_write.v4.sql", "facts_bulk.v3.sql")
 
 # As 0009 loaded its files: SQL-standard bodies are bound to pg_catalog.
 PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
@@ -120,6 +123,9 @@ def downgrade() -> None:
     )
     op.execute(previous_definition(PREVIOUS, "bitemporal.grant_roles"))
     op.execute(previous_definition(PREVIOUS, "bitemporal.revoke_roles"))
+    # The write functions' no-op test.
+    op.execute(previous_definition(PREVIOUS, "bitemporal.record"))
+    op.execute(previous_definition("facts_bulk.v2.sql", "bitemporal.record_many"))
     # Reads.
     op.execute(previous_definition(PREVIOUS, "bitemporal.resolve"))
     op.execute(previous_definition(PREVIOUS, "bitemporal.explain"))

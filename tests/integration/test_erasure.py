@@ -27,7 +27,7 @@ from bitemporal import (
     Store,
     UnknownKeyError,
 )
-from tests.helpers import Connect, run_cli
+from tests.helpers import Connect, at, run_cli
 from tests.integration.test_properties import apply, assert_same_answer, fresh_key
 from tests.reference_model import FactModel
 from tests.strategies import GRID, KNOWN_BASE, NOW, US, VALID_QUESTIONS, knowledge_times, scenarios
@@ -308,3 +308,36 @@ def test_erasure_changes_only_the_answers_it_covers(store: Store, data: st.DataO
         )
     history = store.facts.history(key)
     assert sum(not v.erased for v in history) == sum(not v.erased for v in model.history())
+
+
+def test_a_value_is_recorded_again_over_an_erased_remainder(store: Store, key: Key) -> None:
+    """An erased remainder never counts as holding the value (found by the property test:
+    record 50 until February, erase, record 50 until January, record 50 until February)."""
+    store.facts.record(
+        key, 50, source="policy", valid_to=date(2026, 2, 1), known_at=at("2025-01-01")
+    )
+    store.facts.erase(key, reason="request")
+    store.facts.record(
+        key, 50, source="policy", valid_to=date(2026, 1, 1), known_at=at("2025-01-02")
+    )
+    again = store.facts.record(
+        key, 50, source="policy", valid_to=date(2026, 2, 1), known_at=at("2025-01-03")
+    )
+    assert again.created
+    answer = store.facts.resolve(key, valid_at=date(2026, 1, 15))
+    assert (answer.status, answer.value) == (Status.SUPPORTED, 50)
+    batch = store.facts.record_many(
+        [
+            {"key": key, "source": "policy", "value": 50, "valid_to": date(2026, 3, 1)},
+        ]
+    )
+    assert batch[0].created
+    store.facts.erase(key, reason="request")
+    store.facts.record_many(
+        [{"key": key, "source": "policy", "value": 50, "valid_to": date(2026, 1, 1)}]
+    )
+    rows = store.facts.record_many(
+        [{"key": key, "source": "policy", "value": 50, "valid_to": date(2026, 3, 1)}]
+    )
+    assert rows[0].created
+    assert store.facts.resolve(key, valid_at=date(2026, 2, 15)).value == 50
