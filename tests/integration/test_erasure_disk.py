@@ -80,19 +80,30 @@ def older_snapshots(conn: psycopg.Connection[Any], xid: str) -> list[str]:
     return [r[0] for r in conn.execute(OLDER_SNAPSHOTS, {"xid": xid})]
 
 
-def maintain(conn: psycopg.Connection[Any], *tables: str) -> list[str]:
-    """The documented maintenance, started once no snapshot older than the erasure is left
-    (waiting up to a minute: the server may be shared); returns those still left then."""
-    # The 32-bit xid of a transaction after the erasure, as pg_stat_activity shows them.
+def wait_for_older_snapshots(conn: psycopg.Connection[Any]) -> list[str]:
+    """Wait (up to a minute: the server may be shared) until no snapshot older than now is
+    left; returns those still left then."""
+    # The 32-bit xid of a transaction from now, as pg_stat_activity shows them.
     row = conn.execute("SELECT (pg_current_xact_id()::text::bigint % 4294967296)::text").fetchone()
     assert row is not None
     deadline = time.monotonic() + 60
     while (older := older_snapshots(conn, row[0])) and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.2)
+    return older
+
+
+def maintain(conn: psycopg.Connection[Any], *tables: str) -> list[str]:
+    """The documented maintenance, each rewrite started once no snapshot older than what it
+    must drop is left (the erasure's rows, the forgotten statistics: an autovacuum ANALYZE
+    that started before keeps them, measured on PostgreSQL 15); returns the snapshots still
+    left at a rewrite."""
     every = (*FACT_STORE, *tables)
     tables_sql = sql.SQL(", ").join(sql.Identifier(*t.split(".")) for t in every)
     names_sql = sql.SQL(", ").join(sql.Literal(t) for t in every)
+    older: list[str] = []
     for statement in MAINTENANCE:
+        if statement.startswith("VACUUM FULL"):
+            older += wait_for_older_snapshots(conn)
         conn.execute(sql.SQL(statement).format(tables=tables_sql, names=names_sql))
     return older
 
@@ -179,7 +190,15 @@ def test_an_application_tables_erased_values_leave_its_files(
     older = maintain(admin, "public.customer")
     after = found_in(admin, needle)
     print(f"application table, after the documented maintenance: {shown(after)}")
-    assert after == {}, f"older snapshots at the maintenance: {older}"
+    live = admin.execute(
+        "SELECT starelid::regclass::text, staattnum FROM pg_statistic s WHERE s::text LIKE %s",
+        (f"%{needle}%",),
+    ).fetchall()
+    activity = admin.execute(
+        "SELECT backend_type, datname, state, backend_xmin::text, left(query, 60)"
+        " FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()"
+    ).fetchall()
+    assert after == {}, f"older snapshots: {older}; live statistics: {live}; {activity}"
     # What erasure keeps: keys and periods, the other key's values, the audit record.
     rows = admin.execute(
         "SELECT id, email, notes, tags FROM public.customer ORDER BY version_id"
