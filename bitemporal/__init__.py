@@ -31,6 +31,7 @@ from .errors import (
     InvalidPeriodError,
     InvalidPolicyError,
     InvalidReasonError,
+    InvalidRetentionPolicyError,
     InvalidSearchError,
     InvalidStabilityError,
     InvalidTimeError,
@@ -40,6 +41,7 @@ from .errors import (
     KnowledgeTimeInPastError,
     MigrationError,
     NaiveDatetimeError,
+    NotErasableError,
     PermissionDeniedError,
     PolicyMismatchError,
     QueryCanceledError,
@@ -76,6 +78,7 @@ from .provenance import (
 )
 from .record_many import RecordRow
 from .reply_check import CheckReport, Finding, Verdict
+from .retention import AsyncRetention, Retention, RetentionPolicy, RetentionRun
 from .store import Store, connect
 
 __all__ = [
@@ -89,6 +92,7 @@ __all__ = [
     "AsyncFacts",
     "AsyncMemory",
     "AsyncProvenance",
+    "AsyncRetention",
     "AsyncStore",
     "BatchError",
     "BitemporalError",
@@ -121,6 +125,7 @@ __all__ = [
     "InvalidPeriodError",
     "InvalidPolicyError",
     "InvalidReasonError",
+    "InvalidRetentionPolicyError",
     "InvalidSearchError",
     "InvalidStabilityError",
     "InvalidTimeError",
@@ -134,6 +139,7 @@ __all__ = [
     "MemoryItem",
     "MigrationError",
     "NaiveDatetimeError",
+    "NotErasableError",
     "Passage",
     "Period",
     "PermissionDeniedError",
@@ -143,6 +149,9 @@ __all__ = [
     "QueryCanceledError",
     "RecordRow",
     "Recorded",
+    "Retention",
+    "RetentionPolicy",
+    "RetentionRun",
     "SchemaBehindError",
     "SchemaNotMigratedError",
     "SchemaOwnershipError",

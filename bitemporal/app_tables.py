@@ -34,7 +34,7 @@ from .errors import (
     check_text,
 )
 from .jsonvalues import encode
-from .model import ChangeKind, Recorded
+from .model import ChangeKind, Erasure, Recorded, check_reason
 from .operations import (
     AsyncRepository,
     AsyncRunning,
@@ -57,6 +57,14 @@ class Name(sql.Identifier):
     """A quoted identifier for a statement run with parameters. psycopg looks for
     placeholders in the whole statement text, quoted names included, so a ``%`` in a
     name (``"p%q"``, ``"a%sb"``) is written ``%%``, which it reads back as ``%``."""
+
+    def as_bytes(self, context: AdaptContext | None = None) -> bytes:
+        return bytes(super().as_bytes(context)).replace(b"%", b"%%")
+
+
+class Text(sql.Literal):
+    """A string literal for a statement run with parameters, its ``%`` written ``%%`` (as
+    :class:`Name` does)."""
 
     def as_bytes(self, context: AdaptContext | None = None) -> bytes:
         return bytes(super().as_bytes(context)).replace(b"%", b"%%")
@@ -91,6 +99,15 @@ class TableVersion:
     known_period: Period
     #: For a remainder re-recorded when a write cut an older version: that version.
     carried_from: int | None
+    #: When its value columns were erased (:meth:`ApplicationTableOperations.erase`, or a
+    #: retention policy); they read None since. None: not erased.
+    erased_at: datetime | None = None
+
+    @property
+    def erased(self) -> bool:
+        """Whether the version's values were erased (``bitemporal.erasures`` says who and
+        why, for the auditor)."""
+        return self.erased_at is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +141,27 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
     return check_optional_text("schema name", schema), name
 
 
+def table_oid(table: TableRef) -> Steps[int]:
+    """The OID of a table reference (the search path finds an unqualified name); raises
+    :class:`~bitemporal.UnknownTableError` when there is no such table."""
+    schema, name = table_name(table)
+    found = one(
+        (
+            yield Statement(
+                "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
+                " THEN format('%%I', %(name)s::text)"
+                " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
+                {"schema": schema, "name": name},
+            )
+        )
+    )
+    if found[0] is None:
+        shown = name if schema is None else f"{schema}.{name}"
+        raise UnknownTableError(f"there is no table {shown}")
+    oid: int = found[0]
+    return oid
+
+
 def _json_default(value: Any) -> Any:
     # What PostgreSQL reads back exactly from its text form.
     if isinstance(value, datetime | date | time):
@@ -152,17 +190,38 @@ def _version(d: TableDefinition, row: Mapping[str, Any]) -> TableVersion:
         valid_period=Period.from_range(row["valid_period"]),
         known_period=Period.from_range(row["known_period"]),
         carried_from=row["carried_from"],
+        erased_at=row["erased_at"],
     )
 
 
-def _version_columns(d: TableDefinition) -> tuple[str, ...]:
-    return (
-        *d.key_columns,
-        *d.value_columns,
-        "version_id",
-        "valid_period",
-        "known_period",
-        "carried_from",
+def _version_columns(d: TableDefinition) -> sql.Composable:
+    """The select list of a version ``v`` of the table: its columns, and when it was erased
+    (the view readers may read; the array containment reaches the erasures' GIN index): an
+    erasure of the table lists it, or it is a remainder re-recorded without values from a
+    version an erasure lists."""
+    columns = (*d.key_columns, *d.value_columns, "version_id", "valid_period", "known_period")
+    erased_at = (
+        "(SELECT max(e.erased_at) FROM bitemporal.table_erasures e"
+        " WHERE e.relation = pg_catalog.format('%%I.%%I', {schema}::text, {name}::text)"
+        " AND e.version_ids @> ARRAY[{id}])"
+    )
+    return sql.SQL(
+        "{columns}, v.carried_from, coalesce({listed}, CASE WHEN {no_values} THEN {origin} END)"
+        " AS erased_at"
+    ).format(
+        columns=sql.SQL(", ").join(Name("v", c) for c in columns),
+        listed=sql.SQL(erased_at).format(
+            schema=Text(d.schema), name=Text(d.name), id=sql.SQL("v.version_id")
+        ),
+        no_values=sql.SQL(" AND ").join(
+            [
+                *(sql.SQL("{} IS NULL").format(Name("v", c)) for c in d.value_columns),
+                sql.SQL("true"),
+            ]
+        ),
+        origin=sql.SQL(erased_at).format(
+            schema=Text(d.schema), name=Text(d.name), id=sql.SQL("v.carried_from")
+        ),
     )
 
 
@@ -184,25 +243,13 @@ class ApplicationTableOperations:
         cached = self._definitions.get((schema, name))
         if cached is not None:
             return cached
-        found = one(
-            (
-                yield Statement(
-                    "SELECT to_regclass(CASE WHEN %(schema)s::text IS NULL"
-                    " THEN format('%%I', %(name)s::text)"
-                    " ELSE format('%%I.%%I', %(schema)s::text, %(name)s::text) END)::oid",
-                    {"schema": schema, "name": name},
-                )
-            )
-        )
-        if found[0] is None:
-            shown = name if schema is None else f"{schema}.{name}"
-            raise UnknownTableError(f"there is no table {shown}")
+        oid = yield from table_oid(table)
         row = one(
             (
                 yield Statement(
                     "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
                     "  FROM bitemporal.table_definition(%s::oid::regclass) d",
-                    (found[0],),
+                    (oid,),
                 )
             )
         )
@@ -301,6 +348,34 @@ class ApplicationTableOperations:
         result = one((yield Statement(query, params)))
         return tuple(result[0])
 
+    @writes
+    def erase(
+        self, table: TableRef, key: Mapping[str, Any], *, reason: str
+    ) -> Steps[Erasure | None]:
+        """Erase ``key`` (a data subject's right to erasure): every value column of every
+        version of the key becomes None; keys, periods and version ids stay, and the
+        erasure (table, key, versions, ``reason``, the session's role, the time) is recorded
+        in ``bitemporal.erasures``. Returns it, or None when every version was already
+        erased (nothing new is recorded). Takes the key's lock, as writes do. Needs
+        ``EXECUTE`` on ``<table>_erase`` (granted to ``bitemporal_eraser``); raises
+        :class:`~bitemporal.UnknownKeyError` for a key never recorded,
+        :class:`~bitemporal.InvalidReasonError` for a blank reason,
+        :class:`~bitemporal.NotErasableError` when a value column is ``NOT NULL``."""
+        reason = check_reason(reason)
+        d = yield from self._definition(table)
+        self._check_columns(d, key, key_only=True)
+        # By position: the reason parameter has no name when a key column is called reason.
+        query = sql.SQL(
+            "SELECT e.* FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
+            " {function}({args}, %s) AS e WHERE e.erasure_id IS NOT NULL"
+        ).format(
+            row_type=d.row_type,
+            function=d.function("erase"),
+            args=sql.SQL(", ").join(Name("r", c) for c in d.key_columns),
+        )
+        rows = yield Statement(query, (_row_json(key), reason), dicts=True)
+        return Erasure.from_row(rows[0]) if rows else None
+
     @reads
     def as_of(
         self,
@@ -315,7 +390,7 @@ class ApplicationTableOperations:
         d = yield from self._definition(table)
         if key is not None:
             self._check_columns(d, key, key_only=True)
-        columns = sql.SQL(", ").join(Name("v", c) for c in _version_columns(d))
+        columns = _version_columns(d)
         instants = (
             to_optional_instant(valid_at, name="valid_at"),
             to_optional_instant(known_at, name="known_at"),
@@ -359,7 +434,7 @@ class ApplicationTableOperations:
             "SELECT {columns} FROM jsonb_populate_record(NULL::{row_type}, %s::jsonb) AS r,"
             " {function}({args}) AS v"
         ).format(
-            columns=sql.SQL(", ").join(Name("v", c) for c in _version_columns(d)),
+            columns=_version_columns(d),
             row_type=d.row_type,
             function=d.function("history"),
             args=self._named_args(d.key_columns),

@@ -4,7 +4,7 @@
 ``AsyncConnectionPool``, or a SQLAlchemy ``AsyncConnection`` / ``AsyncSession``
 (driver ``postgresql+psycopg_async://``), and :func:`connect_async` opens its own
 autocommit connection. Its repositories (``facts``, ``evidence``, ``provenance``,
-``app_tables``, and ``await store.memory(...)``) run the very operations of the
+``app_tables``, ``retention``, and ``await store.memory(...)``) run the very operations of the
 sync API (:mod:`bitemporal.operations`) through an async runner: same SQL, same
 arguments, same checks, same results and errors; every method is awaited.
 """
@@ -27,6 +27,7 @@ from .evidence import AsyncEvidence
 from .facts import AsyncFacts
 from .operations import AsyncRepository
 from .provenance import AsyncProvenance
+from .retention import AsyncRetention
 from .runners import AsyncConnectable, AsyncRunner
 from .store import StoreOperations
 
@@ -44,6 +45,7 @@ class AsyncStore(StoreOperations, AsyncRepository):
         self.evidence = AsyncEvidence(runner)
         self.provenance = AsyncProvenance(runner)
         self.app_tables = AsyncApplicationTables(runner)
+        self.retention = AsyncRetention(runner)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncStore]:

@@ -9,6 +9,7 @@
     bitemporal history ENTITY ATTRIBUTE [--json]
     bitemporal plot ENTITY ATTRIBUTE -o FILE.png
     bitemporal import FILE [--format csv|jsonl] [--batch-size N]   bulk ingestion (record_many)
+    bitemporal retention apply|list                 retention policies (docs/erasure.md)
     bitemporal demo
 
 The database URL comes from ``--url`` (before or after the command), else
@@ -214,6 +215,24 @@ def _erase(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retention(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        if args.retention_command == "apply":
+            runs = store.retention.apply()
+            for run in runs:
+                print(f"{run.policy}: erased {run.versions} versions of {run.keys} keys")
+            if not runs:
+                print("no retention policy")
+        else:
+            policies = store.retention.policies()
+            for p in policies:
+                comment = f" ({p.comment})" if p.comment else ""
+                print(f"{p.policy}: keep closed knowledge {p.keep_for}{comment}")
+            if not policies:
+                print("no retention policy")
+    return 0
+
+
 def _resolve(args: argparse.Namespace) -> int:
     with _open(args) as store:
         answer = store.facts.resolve(
@@ -386,6 +405,23 @@ def parser() -> argparse.ArgumentParser:
     )
     erase.add_argument("--reason", required=True, help="why: the request or the legal ground")
     erase.set_defaults(handler=_erase)
+
+    retention = command(
+        commands, "retention", "retention policies (set them in SQL: bitemporal.set_retention)"
+    )
+    retention_commands = retention.add_subparsers(
+        dest="retention_command", required=True, parser_class=_Parser
+    )
+    command(
+        retention_commands,
+        "apply",
+        "erase the closed knowledge the policies no longer keep (role bitemporal_eraser)",
+        description="Runs bitemporal.apply_retention(): for each policy, erases the versions "
+        "whose knowledge ended more than its interval ago, never current knowledge, one "
+        "erasure record per key. Prints what each policy erased. Run it daily from cron.",
+    )
+    command(retention_commands, "list", "list the retention policies")
+    retention.set_defaults(handler=_retention)
 
     resolve = keyed("resolve", "answer (valid_at, known_at) with status")
     resolve.add_argument("--valid-at", type=_instant_arg)

@@ -396,6 +396,24 @@ class TemporalReferenceError(BitemporalError):
     sqlstate = "BT403"
 
 
+class NotErasableError(InvalidInputError):
+    """An application table's key cannot be erased: a value column is ``NOT NULL``, and an
+    erased version has no value (BT404). Drop the constraint first."""
+
+    sqlstate = "BT404"
+    default_hint = "ALTER TABLE ... ALTER COLUMN ... DROP NOT NULL for the columns named"
+
+
+# Retention (bitemporal.retention, sql/retention.v1.sql).
+
+
+class InvalidRetentionPolicyError(InvalidInputError):
+    """A retention policy named neither ``fact:<attribute>`` nor ``table:<table>``, or
+    keeping closed knowledge for an interval that is not positive (BT010)."""
+
+    sqlstate = "BT010"
+
+
 # Migrations and the schema's state (bitemporal.migrations): SQLSTATEs BT501 onwards.
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from . import answers, changes, record_many
 from .answers import Explanation
 from .changes import Change
-from .errors import InvalidInputError, InvalidReasonError, check_optional_text, check_text
+from .errors import InvalidInputError, check_optional_text
 from .jsonvalues import JSON
 from .model import (
     Answer,
@@ -28,6 +28,7 @@ from .model import (
     Status,
     Version,
     check_key_part,
+    check_reason,
     json_text,
 )
 from .operations import (
@@ -290,7 +291,7 @@ class FactOperations:
         the role ``bitemporal_eraser``; waits for a write to the key in flight."""
         rows = yield Statement(
             "SELECT * FROM bitemporal.erase(%s, %s, %s)",
-            (key.entity, key.attribute, _reason(reason)),
+            (key.entity, key.attribute, check_reason(reason)),
             dicts=True,
         )
         return Erasure.from_row(rows[0]) if rows else None
@@ -302,7 +303,7 @@ class FactOperations:
         check_key_part("entity", entity)
         rows = yield Statement(
             "SELECT * FROM bitemporal.erase_entity(%s, %s)",
-            (entity, _reason(reason)),
+            (entity, check_reason(reason)),
             dicts=True,
         )
         return Erasure.from_row(rows[0]) if rows else None
@@ -360,16 +361,6 @@ class FactOperations:
         ``[known_from, known_to)`` (None: unbounded), for every key or one; see
         :mod:`bitemporal.changes`."""
         return (yield from changes.fetch(known_from, known_to, key=key))
-
-
-def _reason(reason: object) -> str:
-    """An erasure's reason: text that says something (the database checks it too)."""
-    if not isinstance(reason, str) or not reason.strip():
-        raise InvalidReasonError(
-            f"an erasure needs a reason, not {reason!r}",
-            hint="say why: the request or the legal ground",
-        )
-    return check_text("reason", reason, InvalidReasonError)
 
 
 class Facts(FactOperations, SyncRepository):

@@ -31,6 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import (
     ARRAY,
     DOUBLE_PRECISION,
+    INTERVAL,
     JSONB,
     TIMESTAMP,
     TSTZRANGE,
@@ -162,6 +163,31 @@ erasures = Table(
         "attribute",
         postgresql_where=text("entity IS NOT NULL"),
     ),
+)
+# Which erasures list a version (migration 0013).
+Index("erasures_version_ids_idx", erasures.c.version_ids, postgresql_using="gin")
+
+# Retention policies (migration 0013).
+retention_policy = Table(
+    "retention_policy",
+    metadata,
+    Column("policy", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("attribute", Text),
+    Column("relation", Text),
+    Column("keep_for", INTERVAL, nullable=False),
+    Column("created_at", TSTZ, nullable=False, server_default=text("now()")),
+    Column("created_by", String, nullable=False, server_default=text("SESSION_USER")),
+    Column("comment", Text),
+    PrimaryKeyConstraint("policy", name="retention_policy_pkey"),
+    CheckConstraint(
+        "(scope = 'fact' AND attribute IS NOT NULL AND relation IS NULL"
+        " AND policy = 'fact:' || attribute)"
+        " OR (scope = 'table' AND relation IS NOT NULL AND attribute IS NULL"
+        " AND policy = 'table:' || relation)",
+        name="retention_policy_target",
+    ),
+    CheckConstraint("keep_for > interval '0'", name="retention_policy_keep_for_positive"),
 )
 
 memory_namespace = Table(

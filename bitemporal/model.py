@@ -8,12 +8,13 @@ imports nothing of the package but errors, jsonvalues and periods.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from .errors import InvalidKeyError, InvalidValueError, check_text
+from .errors import InvalidKeyError, InvalidReasonError, InvalidValueError, check_text
 from .jsonvalues import JSON, dumps
 from .periods import Period
 
@@ -132,9 +133,9 @@ class Version:
 
 @dataclass(frozen=True, slots=True)
 class Erasure:
-    """An erasure (:meth:`Facts.erase`, :meth:`Facts.erase_entity`), as
-    ``bitemporal.erasures`` records it: the values of ``version_ids`` are gone, this
-    record stays."""
+    """An erasure (:meth:`Facts.erase`, :meth:`Facts.erase_entity`,
+    :meth:`ApplicationTables.erase`, or a retention policy), as ``bitemporal.erasures``
+    records it: the values of ``version_ids`` are gone, this record stays."""
 
     erasure_id: int
     #: The erasing transaction's time.
@@ -142,10 +143,18 @@ class Erasure:
     #: The role of the erasing session (``session_user``).
     erased_by: str
     reason: str
-    entity: str
-    #: None for an erasure of every attribute of the entity.
+    #: The fact store's entity; None for an application table's erasure.
+    entity: str | None
+    #: None for an erasure of every attribute of the entity (and for a table's).
     attribute: str | None
     version_ids: tuple[int, ...]
+    #: ``fact`` (the fact store) or ``table`` (an application table).
+    scope: str = "fact"
+    #: For an application table: the table (``schema.table``) and the key erased.
+    relation: str | None = None
+    key: Mapping[str, Any] | None = None
+    #: The retention policy that erased (None: an erasure on request).
+    policy: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Erasure:
@@ -157,7 +166,21 @@ class Erasure:
             entity=row["entity"],
             attribute=row["attribute"],
             version_ids=tuple(row["version_ids"]),
+            scope=row["scope"],
+            relation=row["relation"],
+            key=row["key"],
+            policy=row["policy"],
         )
+
+
+def check_reason(reason: object) -> str:
+    """An erasure's reason: text that says something (the database checks it too)."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidReasonError(
+            f"an erasure needs a reason, not {reason!r}",
+            hint="say why: the request or the legal ground",
+        )
+    return check_text("reason", reason, InvalidReasonError)
 
 
 @dataclass(frozen=True, slots=True)

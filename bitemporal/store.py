@@ -38,6 +38,7 @@ from .evidence import Evidence
 from .facts import Facts
 from .operations import Statement, Steps, SyncRepository, one, reads
 from .provenance import Provenance
+from .retention import Retention
 from .runners import Connectable, Runner
 
 
@@ -64,6 +65,7 @@ class Store(StoreOperations, SyncRepository):
         self.evidence = Evidence(runner)
         self.provenance = Provenance(runner)
         self.app_tables = ApplicationTables(runner)
+        self.retention = Retention(runner)
 
     @property
     def tables(self) -> ApplicationTables:

@@ -1,7 +1,7 @@
 """Faster reads (issue 15, items 2 and 4): bitemporal.resolve with fewer, cheaper queries.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-12-01
 
 ``fast_reads.v1.sql``: ``bitemporal.resolve`` looks the key up once, reads the
@@ -18,7 +18,7 @@ from alembic import op
 from bitemporal.migrations import previous_definition, sql_text, standard_body_definition
 
 revision = "0014"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -564,6 +564,7 @@ def test_refresh_keeps_the_grants_of_the_functions(
         expected = [
             ("product_as_of", True, True),
             ("product_changes", True, True),
+            ("product_erase", False, False),
             ("product_history", False, False),
             ("product_record", False, False),
             ("product_retract", True, False),
