@@ -3,7 +3,9 @@
 * ``table_erasure.v1.sql``: ``bitemporal_internal.table_erase`` and the generated
   ``<table>_erase(key..., reason)`` (``create_table_functions`` version 3, generated
   here for the tables made bitemporal before); ``table_guard`` version 3 lets an
-  erasure clear the value columns of the versions it listed in ``bitemporal.erasures``.
+  erasure clear the value columns of the versions it listed in ``bitemporal.erasures``;
+  ``table_record`` version 2 does not take an erased version for one holding a row whose
+  value columns are all NULL.
 * ``retention.v1.sql``: ``bitemporal.retention_policy``, ``bitemporal.set_retention``,
   ``bitemporal.apply_retention`` and ``bitemporal_internal.erase_listed_versions`` (the
   fact store's erasure of some versions of a key, which retention needs).
@@ -15,7 +17,8 @@ and ``apply_retention``; the upgrade grants them to the eraser, and the view
 ``bitemporal.table_erasures`` to the roles that may read ``bitemporal.app_table``.
 
 The downgrade drops what this revision added (the policies included) and restores the
-previous definitions (erasure.v1.sql, tables.v2.sql, table_knowledge.v1.sql); the tables'
+previous definitions (erasure.v1.sql, tables.v2.sql, table_knowledge.v1.sql,
+surface.v1.sql); the tables'
 erase functions go, their erased values stay erased.
 
 Revision ID: 0013
@@ -114,6 +117,7 @@ def downgrade() -> None:
     )
     op.execute(previous_definition("tables.v2.sql", "bitemporal_internal.create_table_functions"))
     op.execute(previous_definition("table_knowledge.v1.sql", "bitemporal_internal.table_guard"))
+    op.execute(previous_definition("surface.v1.sql", "bitemporal_internal.table_record"))
     op.execute(
         """
         DROP FUNCTION bitemporal_internal.table_erasing(regclass, anyelement, anyelement);
