@@ -6,9 +6,9 @@
   erasure clear the value columns of the versions it listed in ``bitemporal.erasures``;
   ``table_record`` version 2 does not take an erased version for one holding a row whose
   value columns are all NULL.
-* ``retention.v1.sql``: ``bitemporal.retention_policy``, ``bitemporal.set_retention``,
-  ``bitemporal.apply_retention`` and ``bitemporal_internal.erase_listed_versions`` (the
-  fact store's erasure of some versions of a key, which retention needs).
+* ``retention.v1.sql``: ``bitemporal.retention_policy``, ``bitemporal.set_retention``
+  and ``bitemporal.apply_retention`` (which erases some versions of a key through
+  erasure.v1.sql's ``bitemporal_internal.erase_versions`` and ``table_erase``).
 * ``bitemporal.erasures`` gets a GIN index on ``version_ids``: "is this version erased"
   is asked for every version an application table's history or as_of returns.
 
@@ -18,8 +18,7 @@ and ``apply_retention``; the upgrade grants them to the eraser, and the view
 
 The downgrade drops what this revision added (the policies included) and restores the
 previous definitions (erasure.v1.sql, tables.v2.sql, table_knowledge.v1.sql,
-surface.v1.sql); the tables'
-erase functions go, their erased values stay erased.
+surface.v1.sql); the tables' erase functions go, their erased values stay erased.
 
 Revision ID: 0013
 Revises: 0012
@@ -94,7 +93,6 @@ def downgrade() -> None:
         """
         DROP FUNCTION bitemporal.apply_retention();
         DROP FUNCTION bitemporal.set_retention(text, interval, text);
-        DROP FUNCTION bitemporal_internal.erase_listed_versions(text, text, bigint[], text, text);
         DROP TABLE bitemporal.retention_policy;
         DROP INDEX bitemporal.erasures_version_ids_idx;
         """
