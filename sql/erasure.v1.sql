@@ -571,8 +571,10 @@ END;
 COMMENT ON FUNCTION bitemporal.stale(timestamptz) IS
     'The invalidation list at known_at (default now): every artifact derived by then and not retired whose inputs, directly or through other artifacts (a recursive walk), include a version erased, superseded, retracted or discarded by then, or an artifact retired by then. One row per stale artifact and cause, with the reason; ORDER BY artifact_id, changed_at.';
 
--- The erasure itself.
-CREATE FUNCTION bitemporal_internal.erase_versions(entity text, attribute text, reason text)
+-- The erasure itself: of every version of the key(s), or (only_versions, for
+-- retention, retention.v1.sql) of the listed ones, with the policy recorded.
+CREATE FUNCTION bitemporal_internal.erase_versions(
+    entity text, attribute text, reason text, only_versions bigint[] DEFAULT NULL, policy text DEFAULT NULL)
 RETURNS SETOF bitemporal.erasures
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -613,21 +615,25 @@ BEGIN
     SELECT coalesce(pg_catalog.array_agg(v.version_id ORDER BY v.version_id), '{}') INTO ids
       FROM bitemporal.fact_version v
      WHERE v.entity = entity AND (attribute IS NULL OR v.attribute = attribute)
+       AND (only_versions IS NULL OR v.version_id = ANY (only_versions))
        AND v.erasure_id IS NULL;
     IF pg_catalog.cardinality(ids) = 0 THEN
         RETURN;  -- already erased: nothing new to record
     END IF;
 
-    INSERT INTO bitemporal.erasures (scope, entity, attribute, reason, version_ids)
-    VALUES ('fact', entity, attribute, reason, ids)
+    INSERT INTO bitemporal.erasures (scope, entity, attribute, reason, version_ids, policy)
+    VALUES ('fact', entity, attribute, reason, ids, policy)
     RETURNING * INTO e;
     UPDATE bitemporal.fact_version v
        SET value = NULL, erasure_id = e.erasure_id, erased_at = e.erased_at
      WHERE v.entity = entity AND v.version_id = ANY (ids);
     -- Passages quote the value; their embeddings go with them (ON DELETE CASCADE).
     DELETE FROM bitemporal.evidence x WHERE x.version_id = ANY (ids);
+    -- The idempotency records of the key(s); of some versions, those of the
+    -- requests that wrote them.
     UPDATE bitemporal.fact_request r SET value = NULL
-     WHERE r.entity = entity AND (attribute IS NULL OR r.attribute = attribute) AND r.value IS NOT NULL;
+     WHERE r.entity = entity AND (attribute IS NULL OR r.attribute = attribute) AND r.value IS NOT NULL
+       AND (only_versions IS NULL OR (r.result ->> 'version_id')::bigint = ANY (ids));
     FOREACH id IN ARRAY ids LOOP
         PERFORM pg_catalog.pg_notify(
             bitemporal_internal.invalidation_channel(),
@@ -638,8 +644,8 @@ BEGIN
     RETURN NEXT e;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal_internal.erase_versions(text, text, text) IS
-    'Erases the values of every version of (entity, attribute), or of every attribute of entity when attribute is NULL, not yet erased: records the erasure, clears the values, deletes their evidence and the keys'' idempotency values, and announces each version on bitemporal_invalidation. Returns the erasure, or no row when nothing was left to erase. Takes the keys'' locks. Errors: BT004, BT005, BT009.';
+COMMENT ON FUNCTION bitemporal_internal.erase_versions(text, text, text, bigint[], text) IS
+    'Erases the values of the versions of (entity, attribute), or of every attribute of entity when attribute is NULL, not yet erased (with only_versions, only those listed: bitemporal.apply_retention, which passes its policy): records the erasure (with the policy), clears the values, deletes their evidence and the idempotency values of the keys (with only_versions, of the requests that wrote those versions), and announces each version on bitemporal_invalidation. Returns the erasure, or no row when nothing was left to erase. Takes the keys'' locks. Errors: BT004, BT005, BT009.';
 
 CREATE FUNCTION bitemporal.erase(entity text, attribute text, reason text)
 RETURNS SETOF bitemporal.erasures

@@ -96,56 +96,6 @@ REVOKE ALL ON FUNCTION bitemporal.set_retention(text, interval, text) FROM PUBLI
 COMMENT ON FUNCTION bitemporal.set_retention(text, interval, text) IS
     'Sets a retention policy: fact:<attribute> (the fact store''s versions of that attribute) or table:<table> (a bitemporal application table''s versions); bitemporal.apply_retention() erases those whose knowledge ended more than keep_for ago. keep_for NULL drops the policy. Returns the policy''s name (a table''s schema-qualified). Only for the role bitemporal_eraser. Errors: BT005, BT010, BT401.';
 
--- The fact store's erasure of some versions of a key, for retention: what
--- bitemporal_internal.erase_versions (erasure.v1.sql) does to every version of
--- a key, done to the versions listed, with the policy recorded. The same guard
--- rule lets it through: the erasures row, recorded by this transaction, lists
--- each version it clears.
-CREATE FUNCTION bitemporal_internal.erase_listed_versions(
-    entity text, attribute text, ids bigint[], reason text, policy text)
-RETURNS bitemporal.erasures
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_variable
-DECLARE
-    e  bitemporal.erasures;
-    id bigint;
-BEGIN
-    -- The key's lock first, as every write of the key takes it; then only the
-    -- listed versions of this key that are still not erased.
-    PERFORM FROM bitemporal.fact_key k WHERE k.entity = entity AND k.attribute = attribute FOR UPDATE;
-    SELECT pg_catalog.array_agg(v.version_id ORDER BY v.version_id) INTO ids
-      FROM bitemporal.fact_version v
-     WHERE v.entity = entity AND v.attribute = attribute AND v.version_id = ANY (ids)
-       AND v.erasure_id IS NULL;
-    IF ids IS NULL THEN
-        RETURN NULL;
-    END IF;
-    INSERT INTO bitemporal.erasures (scope, entity, attribute, reason, version_ids, policy)
-    VALUES ('fact', entity, attribute, reason, ids, policy)
-    RETURNING * INTO e;
-    UPDATE bitemporal.fact_version v
-       SET value = NULL, erasure_id = e.erasure_id, erased_at = e.erased_at
-     WHERE v.entity = entity AND v.version_id = ANY (ids);
-    DELETE FROM bitemporal.evidence x WHERE x.version_id = ANY (ids);
-    -- The idempotency records of the requests that wrote these versions.
-    UPDATE bitemporal.fact_request r SET value = NULL
-     WHERE r.entity = entity AND r.attribute = attribute AND r.value IS NOT NULL
-       AND (r.result ->> 'version_id')::bigint = ANY (ids);
-    FOREACH id IN ARRAY ids LOOP
-        PERFORM pg_catalog.pg_notify(
-            bitemporal_internal.invalidation_channel(),
-            pg_catalog.jsonb_build_object(
-                'version_id', id, 'change', 'erased',
-                'known_at', bitemporal_internal.iso_time(e.erased_at), 'by', '[]'::jsonb)::text);
-    END LOOP;
-    RETURN e;
-END;
-$$;
-COMMENT ON FUNCTION bitemporal_internal.erase_listed_versions(text, text, bigint[], text, text) IS
-    'Erases the listed versions of (entity, attribute) not yet erased, as bitemporal_internal.erase_versions erases all of a key''s: takes the key''s lock, records the erasure (with the policy), clears the values, deletes their evidence and the values of the idempotency records that wrote them, announces each version. Returns the erasure, or NULL when nothing was left to erase. For bitemporal.apply_retention.';
-
 CREATE FUNCTION bitemporal.apply_retention()
 RETURNS TABLE (policy text, keys bigint, versions bigint)
 LANGUAGE plpgsql
@@ -178,7 +128,8 @@ BEGIN
                    AND v.erasure_id IS NULL
                  GROUP BY v.entity ORDER BY v.entity
             LOOP
-                erased := bitemporal_internal.erase_listed_versions(k.entity, p.attribute, k.ids, why, p.policy);
+                -- The erasure of bitemporal.erase, of these versions only (no row: none left).
+                SELECT * INTO erased FROM bitemporal_internal.erase_versions(k.entity, p.attribute, why, k.ids, p.policy);
                 IF erased.erasure_id IS NOT NULL THEN
                     keys := keys + 1;
                     versions := versions + cardinality(erased.version_ids);

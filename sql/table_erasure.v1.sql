@@ -18,6 +18,10 @@
 -- version listed by an erasures row of the current transaction for its table
 -- may have its value columns set to NULL, nothing else.
 --
+-- bitemporal_internal.table_record (version 2) records a row whose value
+-- columns are all NULL over an erased version: an erased version never holds
+-- values.
+--
 -- Readers, who may not read bitemporal.erasures (reasons name requests), see
 -- which versions of an application table are erased, and when, in the view
 -- bitemporal.table_erasures.
@@ -240,6 +244,85 @@ END;
 $$;
 COMMENT ON FUNCTION bitemporal_internal.table_erase(anyelement, text, text, bigint[]) IS
     'Erases the image''s key of its application table: locks the key, records a bitemporal.erasures row (scope table, relation, key, version ids, reason, policy) and sets the value columns of those versions to NULL; only_versions limits it to those versions (retention). Versions an earlier erasure of the table lists are skipped; returns NULL when none is left. Usually called through <table>_erase(). Errors: BT004, BT005, BT009, BT401, BT404.';
+
+-- bitemporal_internal.table_record as surface.v1.sql defines it, changed in the
+-- no-op test only ("already known, with these values, for the whole period").
+-- An erased version has every value column NULL, so a row whose value columns
+-- are all NULL compared equal to it, and recording that row over an erased
+-- version wrote nothing. An erased version never holds values: for such a
+-- row, the test also requires that no candidate version is erased, by the
+-- definition the reads use (bitemporal_internal.table_erase,
+-- bitemporal.table_erasures): an erasure of the table lists it, or it has no
+-- values and its carried_from (the origin of a remainder, of a remainder's
+-- remainder too: cuts carry the origin) is listed. A row with a value compares
+-- unequal to an erased version anyway: its query stays as before.
+CREATE OR REPLACE FUNCTION bitemporal_internal.table_record(
+    image       anyelement,
+    valid_from  timestamptz DEFAULT NULL,
+    valid_to    timestamptz DEFAULT NULL,
+    known_at    timestamptz DEFAULT NULL)
+RETURNS bitemporal.recorded
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    d       bitemporal.app_table := bitemporal.table_definition(bitemporal_internal.row_relation(pg_catalog.pg_typeof(image)));
+    tab     text := pg_catalog.format('%I.%I', d.table_schema, d.table_name);
+    columns text[] := d.key_columns || d.value_columns;
+    img     jsonb := pg_catalog.to_jsonb(image);
+    period  tstzrange;
+    t       timestamptz;
+    same_id bigint;
+    holds   text;
+    result  bitemporal.recorded;
+BEGIN
+    period := bitemporal_internal.valid_period(valid_from, valid_to);
+    t := bitemporal_internal.lock_table_key(d, image, known_at, true);
+
+    -- Already known, with these values, for the whole period: change nothing.
+    holds := CASE WHEN cardinality(d.value_columns) = 0 THEN 'true'
+                  ELSE pg_catalog.format('ROW(%s) IS NOT DISTINCT FROM ROW(%s)',
+                                         bitemporal_internal.column_list(d.value_columns, 'v.'),
+                                         bitemporal_internal.column_list(d.value_columns, '($1).')) END;
+    -- Every value column of the row NULL (or a jsonb column's JSON null, which
+    -- only adds an exact test): an erased version does not hold it. The
+    -- containment tests reach the erasures' GIN index.
+    IF NOT EXISTS (SELECT FROM pg_catalog.unnest(d.value_columns) AS u (col) WHERE img -> u.col <> 'null'::jsonb) THEN
+        holds := pg_catalog.format(
+            '%s AND NOT EXISTS (SELECT FROM bitemporal.erasures e'
+            '                    WHERE e.scope = ''table'' AND e.relation = $3 AND e.version_ids @> ARRAY[v.version_id])'
+            ' AND NOT (%s AND v.carried_from IS NOT NULL'
+            '          AND EXISTS (SELECT FROM bitemporal.erasures e'
+            '                       WHERE e.scope = ''table'' AND e.relation = $3 AND e.version_ids @> ARRAY[v.carried_from]))',
+            holds,
+            coalesce((SELECT pg_catalog.string_agg(pg_catalog.format('v.%I IS NULL', u.col), ' AND ')
+                        FROM pg_catalog.unnest(d.value_columns) AS u (col)), 'true'));
+    END IF;
+    EXECUTE pg_catalog.format(
+        'SELECT (array_agg(v.version_id ORDER BY lower(v.valid_period) NULLS FIRST))[1] FROM %s v '
+        ' WHERE %s AND upper_inf(v.known_period) AND v.valid_period && $2 '
+        'HAVING bool_and(%s) AND range_agg(v.valid_period * $2) = tstzmultirange($2)',
+        tab, bitemporal_internal.key_match(d, 'v'), holds)
+       INTO same_id USING image, period, tab;
+    IF same_id IS NOT NULL THEN
+        result := (same_id, false, '{}'::bigint[], NULL::timestamptz);
+    ELSE
+        result.superseded := bitemporal_internal.table_cut(d, image, period, t);
+        EXECUTE pg_catalog.format(
+            'INSERT INTO %s (%s, valid_period, known_period) SELECT %s, $2, tstzrange($3, NULL, ''[)'') RETURNING version_id',
+            tab, bitemporal_internal.column_list(columns), bitemporal_internal.column_list(columns, '($1).'))
+           INTO result.version_id USING image, period, t;
+        PERFORM bitemporal_internal.advance_table_key(d, image, t);
+        result.created := true;
+        result.known_at := t;
+        PERFORM bitemporal_internal.check_table_references(d);
+    END IF;
+    RETURN result;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal_internal.table_record(anyelement, timestamptz, timestamptz, timestamptz) IS
+    'Records a row image (key and value columns of an application table''s row type) for [valid_from, valid_to), known from known_at (default: the transaction time): a sequenced update with the semantics of bitemporal.record; an erased version never holds the row''s values (version 2, table_erasure.v1.sql), so a row with every value column NULL is recorded over it. Usually called through the table''s generated <table>_record(). Errors: BT001, BT002, BT003, BT005, BT401, BT403; the table''s own constraints (23502 a null in a NOT NULL column, 23514 a CHECK) as PostgreSQL raises them.';
 
 CREATE FUNCTION bitemporal_internal.table_erasing(relation regclass, old_row anyelement, new_row anyelement)
 RETURNS boolean

@@ -109,7 +109,7 @@ def downgrade() -> None:
         f"""
         DROP FUNCTION bitemporal.erase(text, text, text);
         DROP FUNCTION bitemporal.erase_entity(text, text);
-        DROP FUNCTION bitemporal_internal.erase_versions(text, text, text);
+        DROP FUNCTION bitemporal_internal.erase_versions(text, text, text, bigint[], text);
         DO $$
         BEGIN
             IF EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = '{ERASER}') THEN

@@ -3,10 +3,12 @@
 * ``table_erasure.v1.sql``: ``bitemporal_internal.table_erase`` and the generated
   ``<table>_erase(key..., reason)`` (``create_table_functions`` version 3, generated
   here for the tables made bitemporal before); ``table_guard`` version 3 lets an
-  erasure clear the value columns of the versions it listed in ``bitemporal.erasures``.
-* ``retention.v1.sql``: ``bitemporal.retention_policy``, ``bitemporal.set_retention``,
-  ``bitemporal.apply_retention`` and ``bitemporal_internal.erase_listed_versions`` (the
-  fact store's erasure of some versions of a key, which retention needs).
+  erasure clear the value columns of the versions it listed in ``bitemporal.erasures``;
+  ``table_record`` version 2 does not take an erased version for one holding a row whose
+  value columns are all NULL.
+* ``retention.v1.sql``: ``bitemporal.retention_policy``, ``bitemporal.set_retention``
+  and ``bitemporal.apply_retention`` (which erases some versions of a key through
+  erasure.v1.sql's ``bitemporal_internal.erase_versions`` and ``table_erase``).
 * ``bitemporal.erasures`` gets a GIN index on ``version_ids``: "is this version erased"
   is asked for every version an application table's history or as_of returns.
 
@@ -15,8 +17,8 @@ and ``apply_retention``; the upgrade grants them to the eraser, and the view
 ``bitemporal.table_erasures`` to the roles that may read ``bitemporal.app_table``.
 
 The downgrade drops what this revision added (the policies included) and restores the
-previous definitions (erasure.v1.sql, tables.v2.sql, table_knowledge.v1.sql); the tables'
-erase functions go, their erased values stay erased.
+previous definitions (erasure.v1.sql, tables.v2.sql, table_knowledge.v1.sql,
+surface.v1.sql); the tables' erase functions go, their erased values stay erased.
 
 Revision ID: 0013
 Revises: 0012
@@ -91,7 +93,6 @@ def downgrade() -> None:
         """
         DROP FUNCTION bitemporal.apply_retention();
         DROP FUNCTION bitemporal.set_retention(text, interval, text);
-        DROP FUNCTION bitemporal_internal.erase_listed_versions(text, text, bigint[], text, text);
         DROP TABLE bitemporal.retention_policy;
         DROP INDEX bitemporal.erasures_version_ids_idx;
         """
@@ -114,6 +115,7 @@ def downgrade() -> None:
     )
     op.execute(previous_definition("tables.v2.sql", "bitemporal_internal.create_table_functions"))
     op.execute(previous_definition("table_knowledge.v1.sql", "bitemporal_internal.table_guard"))
+    op.execute(previous_definition("surface.v1.sql", "bitemporal_internal.table_record"))
     op.execute(
         """
         DROP FUNCTION bitemporal_internal.table_erasing(regclass, anyelement, anyelement);

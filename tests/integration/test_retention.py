@@ -108,6 +108,32 @@ def test_apply_erases_closed_knowledge_past_the_policy_and_never_current_knowled
     assert name not in {p.policy for p in store.retention.policies()}
 
 
+def test_apply_clears_the_idempotency_values_of_the_versions_it_erases_only(
+    store: Store, attribute: str, raw: psycopg.Connection[Any]
+) -> None:
+    # Retention erases through bitemporal.erase's machinery, of some versions: the request
+    # that wrote the erased version loses its value, the current version's request keeps it.
+    key = Key(f"person:{uuid.uuid4().hex[:8]}", attribute)
+    old_request, new_request = (f"request-{uuid.uuid4().hex}" for _ in range(2))
+    first = store.facts.record(key, "a@example.com", source="crm", idempotency_key=old_request)
+    store.facts.record(key, "b@example.com", source="crm", idempotency_key=new_request)
+    name = store.retention.set(attribute, TINY)
+    time.sleep(0.2)
+    [run] = [r for r in store.retention.apply() if r.policy == name]
+    assert (run.keys, run.versions) == (1, 1)
+    requests = dict(
+        raw.execute(
+            "SELECT idempotency_key, value FROM bitemporal.fact_request"
+            " WHERE idempotency_key IN (%s, %s)",
+            (old_request, new_request),
+        ).fetchall()
+    )
+    assert requests == {old_request: None, new_request: "b@example.com"}
+    assert [v.value for v in store.facts.history(key)] == [None, "b@example.com"]
+    assert store.facts.history(key)[0].version_id == first.version_id
+    store.retention.set(attribute, None)
+
+
 def test_apply_erases_an_application_tables_closed_versions(
     store: Store, schema: str, raw: psycopg.Connection[Any]
 ) -> None:

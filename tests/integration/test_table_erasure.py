@@ -290,12 +290,6 @@ def test_values_are_recorded_again_over_an_erased_version(store: Store, schema: 
     assert (now.row["email"], now.erased) == ("ann@example.com", False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: table_record's no-op check compares value columns with IS NOT DISTINCT "
-    "FROM, so a row whose value columns are all NULL matches an erased version (all NULL) and "
-    "is taken as already recorded; the fix is a new table_record that skips erased versions",
-)
 def test_an_all_null_row_is_recorded_again_over_an_erased_version(
     store: Store, schema: str
 ) -> None:
@@ -306,3 +300,27 @@ def test_an_all_null_row_is_recorded_again_over_an_erased_version(
     assert nulls.created
     [now] = t.as_of(person, {"id": 2})
     assert (now.row, now.erased) == ({"id": 2, "email": None, "name": None}, False)
+
+
+def test_an_all_null_row_over_the_remainder_of_a_remainder_of_an_erased_version(
+    store: Store, schema: str
+) -> None:
+    # Not erased, a row holding only NULLs is known: recording it again changes nothing.
+    t, person = store.app_tables, f"{schema}.person"
+    apr, may = (datetime(2026, m, 1, tzinfo=UTC) for m in (4, 5))
+    first = t.record(person, {"id": 5, "email": None, "name": None}, valid_from=JAN)
+    same = t.record(person, {"id": 5, "email": None, "name": None}, valid_from=JAN)
+    assert (same.created, same.version_id) == (False, first.version_id)
+    t.erase(person, {"id": 5}, reason="request")
+    # Cuts after the erasure re-record remainders without values, carried from the
+    # erased version, and the remainder of a remainder too.
+    t.record(person, {"id": 5, "email": "b@example.com", "name": "B"}, valid_from=FEB, valid_to=MAR)
+    t.record(person, {"id": 5, "email": "d@example.com", "name": "D"}, valid_from=apr, valid_to=may)
+    [tail] = t.as_of(person, {"id": 5}, valid_at=may)
+    assert tail.erased and tail.carried_from == first.version_id
+    nulls = t.record(person, {"id": 5, "email": None, "name": None}, valid_from=may)
+    assert nulls.created and nulls.superseded == (tail.version_id,)
+    [now] = t.as_of(person, {"id": 5}, valid_at=may)
+    assert (now.row, now.erased) == ({"id": 5, "email": None, "name": None}, False)
+    again = t.record(person, {"id": 5, "email": None, "name": None}, valid_from=may)
+    assert (again.created, again.version_id) == (False, nulls.version_id)
