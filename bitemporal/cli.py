@@ -41,7 +41,7 @@ from .errors import (
     InvalidInputError,
     InvalidValueError,
 )
-from .formatting import shown, stamp
+from .formatting import human_duration, shown, stamp
 from .importing import import_file
 from .jsonvalues import dumps
 from .jsonvalues import parse as parse_json
@@ -227,7 +227,7 @@ def _retention(args: argparse.Namespace) -> int:
             policies = store.retention.policies()
             for p in policies:
                 comment = f" ({p.comment})" if p.comment else ""
-                print(f"{p.policy}: keep closed knowledge {p.keep_for}{comment}")
+                print(f"{p.policy}: keep closed knowledge {human_duration(p.keep_for)}{comment}")
             if not policies:
                 print("no retention policy")
     return 0

@@ -4,7 +4,7 @@ object write them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from .jsonvalues import JSON, RawJSON, dumps
 
@@ -74,3 +74,11 @@ def human_value(value: JSON) -> str:
     if isinstance(value, str) and not isinstance(value, RawJSON):
         return value
     return dumps(value)
+
+
+def human_duration(d: timedelta) -> str:
+    """``730 days`` for a whole number of days (how retention policies are set); else
+    Python's ``730 days, 6:00:00``."""
+    if d.seconds == 0 and d.microseconds == 0:
+        return f"{d.days} day" if d.days == 1 else f"{d.days} days"
+    return str(d)
