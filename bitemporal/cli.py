@@ -3,6 +3,7 @@
     bitemporal db upgrade|current|sql               migrations (Alembic underneath)
     bitemporal db downgrade REVISION [--force]      --force: even if tables holding data go
     bitemporal db upgrade|sql --partitions N        ... with the version table hash-partitioned
+    bitemporal db upgrade --citus                   ... on a Citus coordinator, distributed
     bitemporal record ENTITY ATTRIBUTE VALUE --source S [--valid-from T] [--valid-to T]
     bitemporal retract ENTITY ATTRIBUTE --source S [--valid-from T] [--valid-to T]
     bitemporal resolve ENTITY ATTRIBUTE [--valid-at T] [--known-at T] [--json]
@@ -162,7 +163,9 @@ def _db(args: argparse.Namespace) -> int:
     url = _url(args)
     try:
         if args.db_command == "upgrade":
-            migrations.migrate(url, args.revision, partitions=args.partitions)
+            migrations.migrate(
+                url, args.revision, partitions=args.partitions, citus=args.citus or None
+            )
         elif args.db_command == "downgrade":
             migrations.downgrade(url, args.revision, force=args.force)
         else:
@@ -358,6 +361,13 @@ def parser() -> argparse.ArgumentParser:
     upgrade = command(db_commands, "upgrade", "upgrade to a revision (default head)")
     upgrade.add_argument("revision", nargs="?", default="head")
     upgrade.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
+    upgrade.add_argument(
+        "--citus",
+        action="store_true",
+        help="require a Citus coordinator with its workers added, and distribute the store "
+        "by entity (a database with the citus extension is distributed anyway; see "
+        "docs/citus.md)",
+    )
     downgrade = command(
         db_commands, "downgrade", "downgrade to a revision (base: drop the schema's objects)"
     )

@@ -450,6 +450,13 @@ class SchemaOwnershipError(MigrationError):
     sqlstate = "BT501"
 
 
+class DistributionError(MigrationError):
+    """The store cannot be distributed here: the database has no ``citus`` extension, or
+    ``bitemporal.distribute()`` met something it cannot convert (BT502)."""
+
+    sqlstate = "BT502"
+
+
 def _subclasses(cls: type[BitemporalError]) -> list[type[BitemporalError]]:
     return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 

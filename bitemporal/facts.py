@@ -88,10 +88,12 @@ _RESOLVE = (
     "SELECT a.status::text, a.value, a.values, a.valid_at, a.known_at, "
     f"a.interpretation::text, a.present, {_VERSION_BOUNDS('v')} "
     "FROM bitemporal.resolve(%s, %s, %s, %s, %s) a "
-    # The versions the answer rests on, by primary key (the key prunes partitions):
-    # cheaper than asking as_of again, and the same rows in the same snapshot.
-    "LEFT JOIN bitemporal.versions v "
-    "ON v.entity = %s AND v.attribute = %s AND v.version_id = ANY (a.version_ids) "
+    # The versions the answer rests on: the same rows in the same snapshot. Through
+    # as_of rather than a join with the version table: on Citus, a query that reads a
+    # distributed table runs on the worker holding the key, function calls and all,
+    # and resolve's own queries cannot run from there.
+    "LEFT JOIN bitemporal.as_of(%s, %s, a.valid_at, a.known_at) v "
+    "ON v.version_id = ANY (a.version_ids) "
     "ORDER BY v.version_id"
 )
 

@@ -32,6 +32,7 @@ from sqlalchemy import Connection, Engine, create_engine, exc, pool, text
 from .database import database_url, sqlalchemy_url
 from .errors import (
     ConfigurationError,
+    DistributionError,
     DowngradeWouldLoseDataError,
     MigrationError,
     SchemaBehindError,
@@ -228,6 +229,82 @@ END
 $stamp$"""
 
 
+_DISTRIBUTED = """SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL
+                   AND to_regclass('bitemporal.fact_key') IS NOT NULL
+                   AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                                WHERE logicalrelid = to_regclass('bitemporal.fact_key'))"""
+
+
+# The roles the migrations grant to (bitemporal.grant_roles), created first where
+# they would be, with Citus propagating them: the migrations run with propagation
+# off, and a grant copied to a shard on a worker needs its role there.
+_CITUS_ROLES = """DO $roles$
+DECLARE
+    role_name text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = current_user
+                      AND (r.rolcreaterole OR r.rolsuper)) THEN
+        RETURN;
+    END IF;
+    FOREACH role_name IN ARRAY ARRAY['bitemporal_reader', 'bitemporal_writer',
+                                     'bitemporal_auditor', 'bitemporal_eraser'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = role_name) THEN
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', role_name);
+        END IF;
+    END LOOP;
+END
+$roles$"""
+
+
+def has_citus(connection: Connection) -> bool:
+    """Whether the database has the ``citus`` extension (a Citus coordinator's)."""
+    return bool(
+        connection.execute(
+            text("SELECT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus')")
+        ).scalar()
+    )
+
+
+def prepare_citus(connection: Connection) -> None:
+    """Before migrating a Citus coordinator (``citus=True``): refuse a database without
+    the ``citus`` extension (:class:`~bitemporal.errors.DistributionError`); while the
+    store is not distributed yet, migrate the coordinator alone (Citus's DDL
+    propagation off for this transaction) and leave distributing to
+    :func:`distribute`. A distributed store's migrations propagate as usual."""
+    if not has_citus(connection):
+        raise DistributionError(
+            "this database has no citus extension: migrate without citus, "
+            "or create the extension and add the workers first",
+            hint="CREATE EXTENSION citus; SELECT citus_add_node(host, port) for each worker",
+        )
+    if not connection.execute(text(_DISTRIBUTED)).scalar():
+        connection.execute(text(_CITUS_ROLES))
+        connection.execute(text("SELECT set_config('citus.enable_ddl_propagation', 'off', true)"))
+
+
+def _below_distribute(connection: Connection) -> bool:
+    return bool(
+        connection.execute(
+            text("SELECT to_regprocedure('bitemporal.distribute(integer)') IS NULL")
+        ).scalar()
+    )
+
+
+def distribute(connection: Connection, *, required: bool = True) -> None:
+    """Distribute the store on a Citus coordinator (``bitemporal.distribute()``, migration
+    0015): idempotent, run after every migration of a Citus database. Below 0015 there is
+    nothing to distribute with: :class:`~bitemporal.errors.DistributionError` if
+    ``required``, else nothing happens."""
+    if _below_distribute(connection):
+        if not required:
+            return
+        raise DistributionError(
+            "distributing the store needs migration 0015 or later",
+            hint="upgrade to head: bitemporal db upgrade --citus",
+        )
+    connection.execute(text("SELECT bitemporal.distribute()"))
+
+
 def check_layout(connection: Connection, partitions: int | None) -> None:
     """After migrating: the version table has the layout the ``partitions`` option asked for.
 
@@ -331,12 +408,13 @@ def run(
     force: bool = False,
     lock_timeout: str = LOCK_TIMEOUT,
     partitions: int | None = None,
+    citus: bool | None = None,
 ) -> None:
     """Upgrade (or downgrade) to ``revision`` on ``connection``, inside its transaction.
 
     This drives Alembic's MigrationContext directly instead of going through
     ``env.py``, so it also works while another Alembic command is running, e.g.
-    from an application's own ``env.py``. ``partitions``: see :func:`migrate`;
+    from an application's own ``env.py``. ``partitions``, ``citus``: see :func:`migrate`;
     ``force``: see :func:`downgrade`. A refusal or a failure raises a
     :class:`~bitemporal.errors.BitemporalError` (the database's error as its cause).
     """
@@ -367,6 +445,11 @@ def run(
     direction = "downgrade" if downgrade else "upgrade"
     with translated(f"cannot {direction} to {revision!r}"):
         prepare(connection, lock_timeout)
+        auto_citus = citus is None
+        if citus is None:
+            citus = has_citus(connection)
+        if citus:
+            prepare_citus(connection)
         context = MigrationContext.configure(
             connection,
             opts={
@@ -387,6 +470,8 @@ def run(
         else:
             migrate_steps()
         connection.execute(text(STAMP))
+        if citus and not downgrade:
+            distribute(connection, required=not auto_citus)
         check_layout(connection, partitions)
 
 
@@ -414,6 +499,7 @@ def migrate(
     *,
     lock_timeout: str = LOCK_TIMEOUT,
     partitions: int | None = None,
+    citus: bool | None = None,
 ) -> None:
     """Upgrade the database to ``revision``.
 
@@ -427,9 +513,23 @@ def migrate(
     version table as that many hash partitions of entity; 0: a plain table).
     If the database is past 0008 with another layout, the upgrade fails and
     says how to convert it.
+
+    ``citus``: the database is a Citus coordinator, with its workers added; migrate
+    it and distribute the store (``bitemporal.distribute()``: versions and keys
+    by entity; see docs/citus.md). ``True`` requires it: without the ``citus``
+    extension (or to a revision before 0015) it raises
+    :class:`~bitemporal.errors.DistributionError`, changing nothing. ``None``
+    (the default) does the same whenever the database has the extension, so
+    that every later upgrade of a distributed store distributes what it adds.
     """
     with translated(f"cannot migrate to {revision!r}"), _connection(target) as connection:
-        run(connection, revision, lock_timeout=lock_timeout, partitions=partitions)
+        run(
+            connection,
+            revision,
+            lock_timeout=lock_timeout,
+            partitions=partitions,
+            citus=citus,
+        )
 
 
 def downgrade(target: Target, revision: str, *, force: bool = False) -> None:

@@ -251,7 +251,9 @@ def record_many(
 
 # The rows whose value their source already held over their whole valid period at their
 # (explicit) knowledge time: a re-run of rows recorded before. Several adjacent versions
-# (remainders of later cuts) may cover the period together, hence range_agg.
+# (remainders of later cuts) may cover the period together, hence range_agg. A join
+# on the key rather than a correlated subquery: Citus plans it (the rows become an
+# intermediate result joined on the distribution column), and it refuses the other.
 _RECORDED_ALREADY = """
 SELECT r.line
   FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::text[]),
@@ -259,11 +261,11 @@ SELECT r.line
                   pg_catalog.unnest(%s::jsonb[]), pg_catalog.unnest(%s::timestamptz[]),
                   pg_catalog.unnest(%s::timestamptz[]), pg_catalog.unnest(%s::timestamptz[]))
        AS r(line, entity, attribute, source, value, valid_from, valid_to, known_at)
- WHERE (SELECT pg_catalog.range_agg(v.valid_period)
-          FROM bitemporal.versions v
-         WHERE v.entity = r.entity AND v.attribute = r.attribute AND v.source = r.source
-           AND v.value = r.value AND v.known_period @> r.known_at)
-       @> pg_catalog.tstzrange(r.valid_from, r.valid_to)"""
+  JOIN bitemporal.versions v
+    ON v.entity = r.entity AND v.attribute = r.attribute AND v.source = r.source
+   AND v.value = r.value AND v.known_period @> r.known_at
+ GROUP BY r.line, r.valid_from, r.valid_to
+HAVING pg_catalog.range_agg(v.valid_period) @> pg_catalog.tstzrange(r.valid_from, r.valid_to)"""
 
 
 def recorded_already(rows: Iterable[RecordRow | Mapping[str, Any]]) -> Steps[list[bool]]:

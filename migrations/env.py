@@ -20,13 +20,20 @@ from bitemporal.migrations import (
     STAMP,
     VERSION_TABLE,
     check_layout,
+    distribute,
+    has_citus,
     partitions_option,
     prepare,
+    prepare_citus,
 )
 
 config = context.config
 # `alembic -x partitions=16 upgrade head`: the partitioned layout (migration 0008).
-partitions = partitions_option(context.get_x_argument(as_dictionary=True).get("partitions"))
+_x = context.get_x_argument(as_dictionary=True)
+partitions = partitions_option(_x.get("partitions"))
+# `alembic -x citus=1 upgrade head`: require a Citus coordinator, distributed after
+# migrating; without it, a database with the citus extension is distributed anyway.
+citus = _x.get("citus", "0") not in ("0", "", "false", "no") or None
 _OPTIONS: dict[str, Any] = {
     "version_table": VERSION_TABLE,
     "version_table_schema": SCHEMA,
@@ -57,8 +64,13 @@ def run_online() -> None:
         context.configure(connection=connection, **_OPTIONS)
         with context.begin_transaction():
             prepare(connection)
+            distributed = citus or has_citus(connection)
+            if distributed:
+                prepare_citus(connection)
             context.run_migrations()
             connection.execute(text(STAMP))
+            if distributed:
+                distribute(connection, required=citus is True)
             check_layout(connection, partitions)
 
 
