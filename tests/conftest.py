@@ -13,6 +13,14 @@ their own (the ``key`` fixture); ``migrated_database_url``, a fresh one for one
 test; ``make_database(migrated=True)``. Tests that need an empty database take
 ``empty_database_url`` or ``make_database()``.
 
+On Citus: ``BITEMPORAL_TEST_CITUS=1`` with ``BITEMPORAL_TEST_DATABASE_URL`` naming a
+database of the coordinator that has the ``citus`` extension and its workers: each test
+database is then created on the coordinator and every worker, templates migrated with
+``citus=True``. A template is cloned on every node at once, which gives a consistent
+distributed database (Citus's metadata names nodes, not databases); its connections,
+Citus's maintenance daemons included, are closed first and no new ones allowed. Tests
+that cannot apply there are marked ``not_on_citus`` and skipped, each with its reason.
+
 Which layout: ``BITEMPORAL_TEST_PARTITIONS=8`` migrates the templates with the
 version table hash-partitioned into 8 (migration 0008's option); unset, the
 default layout. ``make_database(migrated=True, default_layout=True)`` is on the
@@ -36,7 +44,7 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 import bitemporal
-from tests.helpers import Connect, DatabaseFactory
+from tests.helpers import CITUS, Connect, DatabaseFactory
 
 
 def with_database(url: str, name: str) -> str:
@@ -76,21 +84,84 @@ def server_version(server_url: str) -> int:
         return conn.info.server_version // 10000
 
 
+# Shards of each distributed table in a Citus test database: few, so that creating
+# them (DDL on every shard) stays quick; enough to spread keys over both workers.
+CITUS_SHARDS = 4
+
+
+def _citus_workers(server_url: str) -> list[str]:
+    """URLs of the workers' copies of the coordinator database ``server_url`` names."""
+    with psycopg.connect(server_url) as conn:
+        nodes = conn.execute(
+            "SELECT nodename, nodeport FROM pg_catalog.pg_dist_node"
+            " WHERE noderole = 'primary' AND groupid <> 0 ORDER BY nodeid"
+        ).fetchall()
+    return [
+        make_url(server_url).set(host=host, port=port).render_as_string(hide_password=False)
+        for host, port in nodes
+    ]
+
+
+def _create_citus_database(server_url: str, name: str) -> None:
+    """``name`` on the coordinator and every worker, with Citus and the workers added."""
+    workers = _citus_workers(server_url)
+    for node in (server_url, *workers):
+        with psycopg.connect(node, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        with psycopg.connect(with_database(node, name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION citus")
+    with psycopg.connect(with_database(server_url, name), autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} SET citus.shard_count = {}").format(
+                sql.Identifier(name), sql.Literal(CITUS_SHARDS)
+            )
+        )
+        coordinator = make_url(server_url)
+        conn.execute(
+            "SELECT citus_set_coordinator_host(%s, %s)",
+            (coordinator.host or "localhost", coordinator.port or 5432),
+        )
+        for worker in workers:
+            url = make_url(worker)
+            conn.execute("SELECT citus_add_node(%s, %s)", (url.host, url.port))
+
+
+def _seal_citus_template(server_url: str, name: str) -> None:
+    """No connection to ``name`` on any node from now on, so that it can be cloned."""
+    for node in (server_url, *_citus_workers(server_url)):
+        with psycopg.connect(node, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(
+                    sql.Identifier(name)
+                )
+            )
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (name,),
+            )
+
+
 def _create_database(server_url: str, template: str | None = None) -> str:
     name = f"bt_test_{uuid.uuid4().hex[:12]}"
+    if CITUS and template is None:
+        _create_citus_database(server_url, name)
+        return name
     create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
     if template is not None:
         create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(create)
+    for node in (server_url, *(_citus_workers(server_url) if CITUS else [])):
+        with psycopg.connect(node, autocommit=True) as conn:
+            conn.execute(create)
     return name
 
 
 def _drop_database(server_url: str, name: str) -> None:
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+    nodes = [server_url, *(_citus_workers(server_url) if CITUS else [])]
+    for node in nodes:
+        with psycopg.connect(node, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +194,11 @@ class Databases:
             if layout not in self.templates:
                 self.templates[layout] = name = _create_database(self.server_url)
                 self.names.append(name)
-                bitemporal.migrate(with_database(self.server_url, name), partitions=layout)
+                bitemporal.migrate(
+                    with_database(self.server_url, name), partitions=layout, citus=CITUS
+                )
+                if CITUS:
+                    _seal_citus_template(self.server_url, name)
             template = self.templates[layout]
         self.names.append(_create_database(self.server_url, template))
         return self.names[-1]
@@ -221,6 +296,10 @@ def key() -> bitemporal.Key:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The extension marker is resolved by the fixture below.
     for item in items:
+        if CITUS and (marker := item.get_closest_marker("not_on_citus")):
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            assert reason, f"{item.nodeid}: not_on_citus needs a reason"
+            item.add_marker(pytest.mark.skip(reason=f"not on Citus: {reason}"))
         if item.get_closest_marker("vector"):
             item.fixturenames.append("_server_requirements")  # type: ignore[attr-defined]
 

@@ -4,6 +4,7 @@ strategies.py)."""
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -35,6 +36,24 @@ class Question(TypedDict):
 
     valid_at: datetime
     known_at: datetime
+
+
+#: The suite runs against a Citus coordinator (tests/conftest.py).
+CITUS = os.environ.get("BITEMPORAL_TEST_CITUS") == "1"
+
+
+def known_citus_bug(reason: str) -> pytest.MarkDecorator:
+    """A test that applies on Citus and fails there for a reason not fixed yet: expected to
+    fail on the Citus lane (not strictly: some fail only for some examples), run everywhere
+    else. Issue 14 lists them."""
+    return pytest.mark.xfail(CITUS, reason=f"known bug on Citus: {reason}", strict=False)
+
+
+#: Tests of the invalidation NOTIFY: not sent on Citus, where changes() is the feed.
+no_notify_on_citus = pytest.mark.not_on_citus(
+    "the invalidation NOTIFY is not sent on Citus (docs/citus.md, Limits): "
+    "changes() is the feed there"
+)
 
 
 def at(day: str, hour: int = 12) -> datetime:

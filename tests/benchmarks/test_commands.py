@@ -38,6 +38,14 @@ def test_each_suite_is_one_command(suite: str) -> None:
     assert "--url" in result.stdout
 
 
+def test_the_citus_suite_is_one_command() -> None:
+    # Two servers instead of --url: a Citus coordinator and a plain PostgreSQL.
+    result = benchmarks("citus", "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m benchmarks citus ")
+    assert "--citus-url" in result.stdout and "--plain-url" in result.stdout
+
+
 def test_an_unknown_suite_is_a_usage_error() -> None:
     result = benchmarks("nothing")
     assert result.returncode == 2

@@ -6,6 +6,9 @@ comment (invisible on GitHub and on the site) on the lines just before its fence
 
     <!-- doctest: skip REASON -->     not run, for the REASON given (counted and listed)
     <!-- doctest: output REASON -->   shown output or a listing, not code (counted)
+    <!-- doctest: citus REASON -->    run on the Citus lane only (BITEMPORAL_TEST_CITUS=1),
+                                      where the page's database is distributed; elsewhere
+                                      skipped for the REASON given
 
     <!-- doctest-setup
     python code                       run in the page's namespace just before the block
@@ -22,6 +25,7 @@ A block without a language must carry ``skip`` or ``output``: nothing goes untes
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Languages the test knows how to run.
 RUNNABLE = frozenset({"python", "sql", "sh", "json"})
 
-_DIRECTIVE = re.compile(r"^<!-- doctest: (skip|output)\b\s*(.*?)\s*-->$")
+_DIRECTIVE = re.compile(r"^<!-- doctest: (skip|output|citus)\b\s*(.*?)\s*-->$")
+_CITUS = os.environ.get("BITEMPORAL_TEST_CITUS") == "1"
 
 
 @dataclass
@@ -97,7 +102,8 @@ def parse(path: Path) -> list[Block]:
                     i + 1,
                     line[3:].strip(),
                     "\n".join(lines[i + 1 : end]) + "\n",
-                    skip=pending.get("skip"),
+                    skip=pending.get("skip")
+                    or (None if _CITUS or "citus" not in pending else pending["citus"]),
                     output=pending.get("output"),
                     setup=pending.get("setup"),
                 )

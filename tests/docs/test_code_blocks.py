@@ -34,10 +34,17 @@ import pytest
 
 import bitemporal
 from tests.docs.blocks import RUNNABLE, Block, collect
-from tests.helpers import DatabaseFactory
+from tests.helpers import CITUS, DatabaseFactory, known_citus_bug
 
 BLOCKS = collect()
-PAGES = sorted({b.page for b in BLOCKS if b.runs or b.check})
+
+
+def checked(block: Block) -> bool:
+    """Run, or shown output compared by its check (a skipped block's check is skipped too)."""
+    return block.runs or (block.check is not None and block.output is not None)
+
+
+PAGES = sorted({b.page for b in BLOCKS if checked(b)})
 #: Fewer than this many executed blocks means the collector or the markers went wrong.
 MIN_RUN = 17
 
@@ -114,6 +121,12 @@ def test_page(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
+    if CITUS and page == "benchmarks/README.md":
+        pytest.skip(
+            "not on Citus: the benchmark commands run on the plain lanes; on Citus, "
+            "tests/benchmarks/test_bench_citus.py runs python -m benchmarks citus"
+        )
+
     def fresh_database(migrated: bool = True) -> str:
         url = make_database(migrated=migrated)
         monkeypatch.setenv("BITEMPORAL_DATABASE_URL", url)
@@ -127,7 +140,7 @@ def test_page(
     namespace.update(url=fresh_database(), fresh_database=fresh_database, re=re, cwd=tmp_path)
     namespace["psql"] = lambda script: psql(namespace["url"], script)
     try:
-        for block in (b for b in BLOCKS if b.page == page and (b.runs or b.check)):
+        for block in (b for b in BLOCKS if b.page == page and checked(b)):
             run_block(block, namespace, tmp_path)
     finally:
         for value in list(namespace.values()):
@@ -160,6 +173,10 @@ def run_block(block: Block, namespace: dict[str, Any], cwd: Path) -> None:
 
 
 @needs_psql
+@known_citus_bug(
+    "a write of the SQL examples is refused on a worker by the knowledge trigger (BT006: "
+    "knowledge of the key was already recorded at the same time)"
+)
 def test_sql_examples_mean_the_same_instants_in_any_session_time_zone(
     make_database: DatabaseFactory,
 ) -> None:

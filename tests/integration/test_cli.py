@@ -117,6 +117,9 @@ def test_errors_are_reported_not_raised(
     assert code == 1 and "no time zone" in err
 
 
+@pytest.mark.not_on_citus(
+    "downgrades to base, and a distributed store is not downgraded (docs/citus.md)"
+)
 def test_db_commands(
     capsys: pytest.CaptureFixture[str], database_url: str, empty_database_url: str
 ) -> None:

@@ -102,6 +102,10 @@ def test_later_transaction_time_wins_after_waiting(connect: Connect, key: Key) -
     assert old.known_period.end == new.known_period.start == second.known_at
 
 
+@pytest.mark.not_on_citus(
+    "a session's lock_timeout bounds waits on its own node only: on Citus the key's lock is "
+    "waited for on the worker holding it (tests/citus covers routing and blocking)"
+)
 def test_other_keys_do_not_block(connect: Connect, key: Key) -> None:
     holder = connect(autocommit=False)
     Store(holder).facts.record(key, 1, source="s")  # holds the key's lock until commit

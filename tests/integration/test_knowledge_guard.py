@@ -72,7 +72,18 @@ ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("attack", list(ATTACKS), ids=list(ATTACKS))
+# On Citus, Citus itself refuses the first attack, before the guard sees it (0A000: a
+# STABLE expression over a column in an UPDATE), and the store is unchanged all the same.
+CITUS_REFUSES = pytest.mark.not_on_citus(
+    "Citus refuses this UPDATE itself (STABLE functions with column references, 0A000)"
+)
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [pytest.param(a, marks=CITUS_REFUSES) if a == "close back-dated" else a for a in ATTACKS],
+    ids=list(ATTACKS),
+)
 def test_the_owner_cannot_rewrite_knowledge(store: Store, two_sources: Key, attack: str) -> None:
     conn = store.connection
     before = state(conn, two_sources)
@@ -86,6 +97,11 @@ def test_the_owner_cannot_rewrite_knowledge(store: Store, two_sources: Key, atta
         store.facts.record(two_sources, 1, source="a", known_at=datetime(2001, 1, 1, tzinfo=UTC))
 
 
+@pytest.mark.not_on_citus(
+    "the statement's now() is the coordinator's transaction start, the store's transaction "
+    "time on Citus the distributed transaction's stamp (docs/citus.md): closed_at is the "
+    "stamp, not the now() this hand-written UPDATE closes at"
+)
 def test_forged_real_times_are_overwritten(store: Store, two_sources: Key) -> None:
     """A direct closing at the present is a write like retract(): allowed, and stamped with
     the real times whatever the statement says."""

@@ -145,6 +145,7 @@ def test_an_unreachable_database_is_an_error_not_a_traceback(
         assert code == 1 and err.startswith("bitemporal: error: "), (command, err)
 
 
+@pytest.mark.not_on_citus("downgrades a distributed store, which is not supported (docs/citus.md)")
 def test_a_schema_behind_head_names_the_command(
     roles: dict[str, str], migrated_database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,6 +16,11 @@ import pytest
 from benchmarks.facts import fill
 from tests.helpers import DatabaseFactory
 
+pytestmark = pytest.mark.not_on_citus(
+    "single-node plans; on Citus a key's question is a router plan on one worker, which "
+    "tests/citus/test_routing.py checks"
+)
+
 KEYS, CHANGES = 400, 50
 
 

@@ -41,6 +41,11 @@ from psycopg import sql
 
 from tests.helpers import DatabaseFactory
 
+pytestmark = pytest.mark.not_on_citus(
+    "single-node plans; on Citus a key's question is a router plan on one worker, which "
+    "tests/citus/test_routing.py checks"
+)
+
 KEYS, CHANGES = 5_000, 100
 #: Keys with a second source that disagrees now (open conflicts).
 CONFLICTED = 50

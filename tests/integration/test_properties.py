@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from bitemporal import Answer, Key, Store, Version
+from tests.helpers import CITUS, known_citus_bug
 from tests.reference_model import FactModel, ModelAnswer, Period
 from tests.reference_model import Version as ModelVersion
 from tests.strategies import (
@@ -134,8 +135,12 @@ def overlapping_versions(conn: psycopg.Connection[Any], key: Key) -> list[tuple[
     ).fetchall()
 
 
+# On Citus every write is several round trips to a worker: fewer examples there (the
+# plain lanes run the full count against the same model).
 @settings(
-    deadline=None, max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    deadline=None,
+    max_examples=30 if CITUS else 100,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_sql_functions_agree_with_the_model(
@@ -191,6 +196,9 @@ def test_sql_functions_agree_with_the_model(
     deadline=None, max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
+@known_citus_bug(
+    "some writes of one transaction take now() and others the distributed transaction's stamp"
+)
 def test_writes_in_one_transaction_share_one_knowledge_time(
     store: Store, raw: psycopg.Connection[Any], data: st.DataObject
 ) -> None:

@@ -22,7 +22,7 @@ from bitemporal import (
     UnknownArtifactError,
     UnknownVersionError,
 )
-from tests.helpers import Connect, at
+from tests.helpers import Connect, at, no_notify_on_citus
 
 
 def mine(stale: list[StaleArtifact], ids: set[int]) -> dict[int, StaleArtifact]:
@@ -209,6 +209,7 @@ class TestErrors:
         assert store.provenance.get(later.artifact_id).retired_at is None
 
 
+@no_notify_on_citus
 class TestNotify:
     def listener(self, connect: Connect) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] = connect()
@@ -294,6 +295,7 @@ class TestNotify:
         assert (resolved.key, resolved.source) == (key, "\u0001" * 1000)
 
 
+@no_notify_on_citus
 def test_a_writer_role_records_artifacts_and_its_supersessions_are_announced(
     database_url: str, store: Store, key: Key, ref: str, connect: Connect
 ) -> None:
@@ -320,6 +322,7 @@ def test_a_writer_role_records_artifacts_and_its_supersessions_are_announced(
         admin.execute(f'DROP ROLE "{name}"')
 
 
+@no_notify_on_citus
 def test_the_channel_tells_a_stranger_ids_only_and_a_reader_resolves_them(
     database_url: str, store: Store, connect: Any
 ) -> None:

@@ -6,11 +6,18 @@ import textwrap
 from pathlib import Path
 
 import psycopg
+import pytest
 from alembic import command
 from alembic.config import Config
 
 from bitemporal import migrations
 from bitemporal.database import sqlalchemy_url
+
+pytestmark = pytest.mark.not_on_citus(
+    "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
+    "on Citus every test database is migrated with citus=True, and a distributed store "
+    "is not downgraded (docs/citus.md)"
+)
 
 APP_ENV = """
 from alembic import context

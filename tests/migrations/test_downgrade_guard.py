@@ -16,6 +16,12 @@ from bitemporal import (
 )
 from tests.helpers import run_cli
 
+pytestmark = pytest.mark.not_on_citus(
+    "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
+    "on Citus every test database is migrated with citus=True, and a distributed store "
+    "is not downgraded (docs/citus.md)"
+)
+
 VERSIONS = 5
 
 

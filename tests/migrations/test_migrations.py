@@ -6,10 +6,17 @@ import re
 from typing import Any
 
 import psycopg
+import pytest
 from alembic.script import ScriptDirectory
 
 from bitemporal import migrations
 from tests.helpers import DatabaseFactory, catalog
+
+pytestmark = pytest.mark.not_on_citus(
+    "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
+    "on Citus every test database is migrated with citus=True, and a distributed store "
+    "is not downgraded (docs/citus.md)"
+)
 
 
 def test_single_head() -> None:

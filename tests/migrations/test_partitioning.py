@@ -26,6 +26,12 @@ from bitemporal.errors import ConfigurationError
 from bitemporal.migrations import partitions_option
 from tests.helpers import DatabaseFactory, catalog
 
+pytestmark = pytest.mark.not_on_citus(
+    "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
+    "on Citus every test database is migrated with citus=True, and a distributed store "
+    "is not downgraded (docs/citus.md)"
+)
+
 #: The revision before 0008, which brought the partitioned layout.
 BEFORE = migrations.revisions()[migrations.revisions().index("0008") - 1]
 N = 4

@@ -13,6 +13,12 @@ from psycopg import sql
 
 from bitemporal import migrations
 
+pytestmark = pytest.mark.not_on_citus(
+    "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
+    "on Citus every test database is migrated with citus=True, and a distributed store "
+    "is not downgraded (docs/citus.md)"
+)
+
 
 def erase_functions(conn: psycopg.Connection[Any]) -> list[str]:
     return [

@@ -11,6 +11,12 @@ import pytest
 from bitemporal import BitemporalError, Key, Store, migrations
 from tests.helpers import catalog
 
+pytestmark = pytest.mark.not_on_citus(
+    "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
+    "on Citus every test database is migrated with citus=True, and a distributed store "
+    "is not downgraded (docs/citus.md)"
+)
+
 KEY = Key("mailer:prod", "attachment_limit_mb")
 
 

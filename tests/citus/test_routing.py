@@ -1,0 +1,159 @@
+"""On Citus: the store is distributed by entity, and a single-key call stays on one worker.
+
+What ``citus.log_remote_commands`` shows for each call of the Python API is the whole of
+what the coordinator sent to the workers: every statement of a single-key read or write
+must go to the worker holding the key, and name only that key's shards. The reads
+(``as_of``, ``history``) are one command; ``resolve`` asks on the coordinator and sends
+its few statements to that worker; a write's statements, and its commit, go there too
+(writes are not delegated: they announce their knowledge time on the coordinator, where
+``settled_knowledge_time`` looks for it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import date
+from typing import Any
+
+import psycopg
+import pytest
+
+from bitemporal import Key, Store
+from tests.helpers import CITUS, Connect
+
+pytestmark = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator (the Citus lane)")
+
+_SERVER = re.compile(r"on server \S+@([\w.]+):(\d+)")
+_SHARD = re.compile(r"bitemporal\.(fact_key|fact_version)_(\d+)")
+
+
+class RemoteCommands:
+    """The commands the coordinator sends to workers while a block runs."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.sent: list[tuple[str, str]] = []  # (command, "host:port")
+        conn.add_notice_handler(self._notice)
+
+    def _notice(self, diag: psycopg.errors.Diagnostic) -> None:
+        text, detail = diag.message_primary or "", diag.message_detail or ""
+        if text.startswith("issuing ") and (server := _SERVER.search(detail)):
+            self.sent.append((text.removeprefix("issuing "), f"{server[1]}:{server[2]}"))
+
+    def during(self, call: Callable[[], object]) -> list[tuple[str, str]]:
+        self.sent.clear()
+        self.conn.execute("SET citus.log_remote_commands = on")
+        try:
+            call()
+        finally:
+            self.conn.execute("RESET citus.log_remote_commands")
+        return [c for c in self.sent if "log_remote_commands" not in c[0]]
+
+
+@pytest.fixture
+def conn(connect: Connect) -> Iterator[psycopg.Connection[Any]]:
+    yield connect()
+
+
+def placement(conn: psycopg.Connection[Any], table: str, entity: str) -> tuple[int, str]:
+    """The shard of ``table`` holding ``entity``, and the worker holding it."""
+    row = conn.execute(
+        "SELECT s.shardid, n.nodename || ':' || n.nodeport"
+        "  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)"
+        "  JOIN pg_dist_node n USING (groupid)"
+        " WHERE s.shardid = get_shard_id_for_distribution_column(%s, %s::text)",
+        (table, entity),
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def test_the_store_is_distributed_by_entity_and_co_located(
+    conn: psycopg.Connection[Any],
+) -> None:
+    rows = conn.execute(
+        "SELECT logicalrelid::regclass::text, partmethod, colocationid,"
+        "       column_to_column_name(logicalrelid, partkey)"
+        "  FROM pg_dist_partition JOIN pg_class c ON c.oid = logicalrelid"
+        " WHERE c.relnamespace = 'bitemporal'::regnamespace AND NOT c.relispartition"
+        " ORDER BY 1"
+    ).fetchall()
+    kinds = {name: (method, column) for name, method, _, column in rows}
+    assert kinds == {
+        "bitemporal.erasures": ("n", None),
+        "bitemporal.fact_key": ("h", "entity"),
+        "bitemporal.fact_version": ("h", "entity"),
+    }
+    colocation = {name: group for name, _, group, _ in rows}
+    assert colocation["bitemporal.fact_key"] == colocation["bitemporal.fact_version"]
+    delegated = conn.execute(
+        "SELECT objid::regprocedure::text, distribution_argument_index"
+        "  FROM pg_dist_object WHERE classid = 'pg_proc'::regclass"
+        "   AND distribution_argument_index IS NOT NULL ORDER BY 1"
+    ).fetchall()
+    assert [name.split("(")[0] for name, _ in delegated] == [
+        "bitemporal.as_of",
+        "bitemporal.history",
+    ]
+    assert {index for _, index in delegated} == {0}
+
+
+def test_keys_spread_over_both_workers(conn: psycopg.Connection[Any]) -> None:
+    workers = {placement(conn, "bitemporal.fact_version", f"spread:{n}")[1] for n in range(40)}
+    assert len(workers) == 2
+
+
+def _single_worker(
+    commands: list[tuple[str, str]], conn: psycopg.Connection[Any], key: Key
+) -> None:
+    key_shard, worker = placement(conn, "bitemporal.fact_key", key.entity)
+    version_shard, _ = placement(conn, "bitemporal.fact_version", key.entity)
+    assert commands, "nothing was sent to a worker"
+    assert {server for _, server in commands} == {worker}, commands
+    shards = {int(m[2]) for command, _ in commands for m in _SHARD.finditer(command)}
+    assert shards <= {key_shard, version_shard}, commands
+
+
+def test_single_key_reads_are_one_command_on_the_keys_worker(
+    conn: psycopg.Connection[Any], key: Key
+) -> None:
+    store = Store(conn)
+    store.facts.record(key, 1, source="s")
+    store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1))
+    remote = RemoteCommands(conn)
+    for read in (lambda: store.facts.as_of(key), lambda: store.facts.history(key)):
+        commands = remote.during(read)
+        _single_worker(commands, conn, key)
+        assert len(commands) == 1, commands
+    commands = remote.during(lambda: store.facts.resolve(key))
+    _single_worker(commands, conn, key)
+
+
+def test_single_key_writes_go_to_the_keys_worker_alone(
+    conn: psycopg.Connection[Any], key: Key
+) -> None:
+    store = Store(conn)
+    store.facts.record(key, 1, source="s")
+    remote = RemoteCommands(conn)
+    for write in (
+        lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)),
+        lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)),
+        lambda: store.facts.retract(key, source="s", valid_from=date(2026, 3, 1)),
+    ):
+        commands = remote.during(write)
+        _single_worker(commands, conn, key)
+    # Every update and delete of a version names its entity: routed, never multi-shard.
+    modifying = [c for c, _ in remote.sent if c.startswith(("UPDATE", "DELETE"))]
+    assert all("entity" in c for c in modifying), modifying
+
+
+def test_a_key_lookup_is_a_router_plan(conn: psycopg.Connection[Any], key: Key) -> None:
+    Store(conn).facts.record(key, 1, source="s")
+    plan = "\n".join(
+        row[0]
+        for row in conn.execute(
+            "EXPLAIN SELECT * FROM bitemporal.as_of(%s, %s)", (key.entity, key.attribute)
+        )
+    )
+    assert "Task Count: 1" in plan, plan
