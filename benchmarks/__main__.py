@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import decay, facts, importing, load, tpcbih
+from . import citus, decay, facts, importing, load, tpcbih
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
@@ -15,6 +15,7 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "load": load.main,
     "import": importing.main,
     "tpcbih": tpcbih.main,
+    "citus": citus.main,
 }
 
 
