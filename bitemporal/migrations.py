@@ -235,27 +235,6 @@ _DISTRIBUTED = """SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL
                                 WHERE logicalrelid = to_regclass('bitemporal.fact_key'))"""
 
 
-# The roles the migrations grant to (bitemporal.grant_roles), created first where
-# they would be, with Citus propagating them: the migrations run with propagation
-# off, and a grant copied to a shard on a worker needs its role there.
-_CITUS_ROLES = """DO $roles$
-DECLARE
-    role_name text;
-BEGIN
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = current_user
-                      AND (r.rolcreaterole OR r.rolsuper)) THEN
-        RETURN;
-    END IF;
-    FOREACH role_name IN ARRAY ARRAY['bitemporal_reader', 'bitemporal_writer',
-                                     'bitemporal_auditor', 'bitemporal_eraser'] LOOP
-        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = role_name) THEN
-            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', role_name);
-        END IF;
-    END LOOP;
-END
-$roles$"""
-
-
 def has_citus(connection: Connection) -> bool:
     """Whether the database has the ``citus`` extension (a Citus coordinator's)."""
     return bool(
@@ -278,7 +257,6 @@ def prepare_citus(connection: Connection) -> None:
             hint="CREATE EXTENSION citus; SELECT citus_add_node(host, port) for each worker",
         )
     if not connection.execute(text(_DISTRIBUTED)).scalar():
-        connection.execute(text(_CITUS_ROLES))
         connection.execute(text("SELECT set_config('citus.enable_ddl_propagation', 'off', true)"))
 
 

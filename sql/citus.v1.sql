@@ -338,6 +338,8 @@ AS $$
 DECLARE
     r          record;
     role_name  text;
+    roles      text[];
+    stmt       text;
     readers    CONSTANT text[] := ARRAY[
         'bitemporal.as_of(text,text,timestamp with time zone,timestamp with time zone)',
         'bitemporal.history(text,text)'];
@@ -534,28 +536,50 @@ BEGIN
     -- 2. Distribution, with Citus propagating what it creates.
     PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);
     PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
-    -- The roles granted our objects, as Citus's own roles: created on the
-    -- workers if missing, and marked distributed in this database, so that
-    -- a later GRANT of one to a login role reaches the workers too (the
-    -- shards' grants name them). Citus does this for the owner of an object
-    -- it propagates: a schema each one owns, for a moment.
-    FOR role_name IN
-        SELECT DISTINCT ro.rolname
-          FROM (SELECT (pg_catalog.aclexplode(n.nspacl)).grantee FROM pg_catalog.pg_namespace n
-                 WHERE n.nspname IN ('bitemporal', 'bitemporal_internal') AND n.nspacl IS NOT NULL
-                UNION
-                SELECT (pg_catalog.aclexplode(c.relacl)).grantee FROM pg_catalog.pg_class c
-                 WHERE c.relnamespace IN ('bitemporal'::regnamespace, 'bitemporal_internal'::regnamespace)
-                   AND c.relacl IS NOT NULL
-                UNION
-                SELECT (pg_catalog.aclexplode(p.proacl)).grantee FROM pg_catalog.pg_proc p
-                 WHERE p.pronamespace IN ('bitemporal'::regnamespace, 'bitemporal_internal'::regnamespace)
-                   AND p.proacl IS NOT NULL) g (grantee)
-          JOIN pg_catalog.pg_roles ro ON ro.oid = g.grantee
-         WHERE NOT ro.rolsuper
-           AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object o
-                            WHERE o.classid = 'pg_catalog.pg_authid'::regclass AND o.objid = ro.oid)
-         ORDER BY 1 LOOP
+    -- The roles granted our objects, as Citus's own roles. First created on
+    -- every worker where missing, committed there at once (a role created in
+    -- this transaction would be invisible to Citus's other connections to the
+    -- worker, which create the shards and their grants); then marked
+    -- distributed in this database, so that a later GRANT of one to a login
+    -- role reaches the workers too. Citus marks the owner of an object it
+    -- propagates: a schema each one owns, for a moment.
+    SELECT coalesce(pg_catalog.array_agg(x.rolname ORDER BY x.rolname), '{}'),
+           coalesce(pg_catalog.string_agg(pg_catalog.format(
+               'IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = %L) THEN CREATE ROLE %I %s; END IF;',
+               x.rolname, x.rolname, CASE WHEN x.rolcanlogin THEN 'LOGIN' ELSE 'NOLOGIN' END), ' '
+               ORDER BY x.rolname), '')
+      INTO roles, stmt
+      FROM (SELECT DISTINCT ro.rolname, ro.rolcanlogin
+              FROM (SELECT (pg_catalog.aclexplode(n.nspacl)).grantee FROM pg_catalog.pg_namespace n
+                     WHERE n.nspname IN ('bitemporal', 'bitemporal_internal') AND n.nspacl IS NOT NULL
+                    UNION
+                    SELECT (pg_catalog.aclexplode(c.relacl)).grantee FROM pg_catalog.pg_class c
+                     WHERE c.relnamespace IN ('bitemporal'::regnamespace, 'bitemporal_internal'::regnamespace)
+                       AND c.relacl IS NOT NULL
+                    UNION
+                    SELECT (pg_catalog.aclexplode(p.proacl)).grantee FROM pg_catalog.pg_proc p
+                     WHERE p.pronamespace IN ('bitemporal'::regnamespace, 'bitemporal_internal'::regnamespace)
+                       AND p.proacl IS NOT NULL) g (grantee)
+              JOIN pg_catalog.pg_roles ro ON ro.oid = g.grantee
+             WHERE NOT ro.rolsuper
+               AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object o
+                                WHERE o.classid = 'pg_catalog.pg_authid'::regclass AND o.objid = ro.oid)) x;
+    IF pg_catalog.cardinality(roles) > 0 THEN
+        -- All at once, before this transaction holds anything on a worker.
+        SELECT pg_catalog.string_agg(w.nodename || ':' || w.nodeport || ': ' || w.result, '; ')
+          INTO last_error
+          FROM pg_catalog.run_command_on_workers(
+                   -- On the worker only: Citus would send a worker's DDL on to the
+                   -- other nodes, the coordinator included, where this transaction
+                   -- holds the roles.
+                   'SET citus.enable_ddl_propagation TO off; DO $r$BEGIN ' || stmt || ' END$r$') w
+         WHERE NOT w.success;
+        IF last_error IS NOT NULL THEN
+            RAISE EXCEPTION 'cannot create the roles % on the workers: %', roles, last_error
+                USING ERRCODE = 'BT502';
+        END IF;
+    END IF;
+    FOREACH role_name IN ARRAY roles LOOP
         EXECUTE pg_catalog.format('CREATE SCHEMA bitemporal_citus_role AUTHORIZATION %I', role_name);
         DROP SCHEMA bitemporal_citus_role;
     END LOOP;
