@@ -157,3 +157,22 @@ def test_a_key_lookup_is_a_router_plan(conn: psycopg.Connection[Any], key: Key) 
         )
     )
     assert "Task Count: 1" in plan, plan
+
+
+@pytest.mark.parametrize("shards", [0, 64001])
+def test_distribute_refuses_a_shard_count_out_of_range_and_changes_nothing(
+    conn: psycopg.Connection[Any], shards: int
+) -> None:
+    before = conn.execute(
+        "SELECT count(*) FROM pg_dist_shard"
+        " WHERE logicalrelid = 'bitemporal.fact_version'::regclass"
+    ).fetchone()
+    with pytest.raises(psycopg.Error) as refused:
+        conn.execute("SELECT bitemporal.distribute(%s)", (shards,))
+    assert refused.value.sqlstate == "BT502"
+    assert "shard_count must be from 1 to 64000" in str(refused.value)
+    after = conn.execute(
+        "SELECT count(*) FROM pg_dist_shard"
+        " WHERE logicalrelid = 'bitemporal.fact_version'::regclass"
+    ).fetchone()
+    assert after == before
