@@ -22,7 +22,8 @@ so that an application's migration can say::
 
 Each operation is a call of a SQL function of the ``bitemporal`` schema
 (``enable_table``, ``drop_table``, ``disable_table``, ``add_reference``,
-``drop_reference``; see sql/tables.v1.sql), after ``op.create_table`` for a new
+``drop_reference``, ``distribute_table``; see sql/tables.v1.sql and
+sql/distributed_tables.v1.sql), after ``op.create_table`` for a new
 table, so offline (``--sql``) scripts contain those calls with their literal
 arguments. The database needs the bitemporal schema first: call
 :func:`bitemporal.migrate` from the application's ``env.py``.
@@ -48,6 +49,7 @@ __all__ = [
     "ConvertToBitemporalOp",
     "CreateBitemporalTableOp",
     "CreateTemporalReferenceOp",
+    "DistributeBitemporalTableOp",
     "DropBitemporalTableOp",
     "DropTemporalReferenceOp",
     "RefreshBitemporalTableOp",
@@ -79,12 +81,14 @@ class CreateBitemporalTableOp(MigrateOperation):
         columns: Sequence[Column[Any]],
         key: Sequence[str],
         schema: str | None = None,
+        distributed: bool = False,
         **kw: Any,
     ) -> None:
         self.table_name = table_name
         self.columns = list(columns)
         self.key = list(key)
         self.schema = schema
+        self.distributed = distributed
         self.kw = kw
 
     @classmethod
@@ -95,13 +99,18 @@ class CreateBitemporalTableOp(MigrateOperation):
         *columns: Column[Any],
         key: Sequence[str],
         schema: str | None = None,
+        distributed: bool = False,
         **kw: Any,
     ) -> None:
         """``op.create_table(table_name, *columns, schema=schema, **kw)``, then
         ``bitemporal.enable_table`` keyed by ``key``: adds the version and period
         columns, constraints, indexes, append-only triggers, the ``<table>_key``
-        table and the generated functions."""
-        operations.invoke(cls(table_name, columns, key, schema=schema, **kw))
+        table and the generated functions. ``distributed``: on a Citus
+        coordinator, then ``bitemporal.distribute_table``, by the first key
+        column (see docs/citus.md)."""
+        operations.invoke(
+            cls(table_name, columns, key, schema=schema, distributed=distributed, **kw)
+        )
 
     def reverse(self) -> DropBitemporalTableOp:
         return DropBitemporalTableOp(self.table_name, schema=self.schema)
@@ -150,11 +159,13 @@ class ConvertToBitemporalOp(MigrateOperation):
         key: Sequence[str],
         valid_from: datetime | None = None,
         schema: str | None = None,
+        distributed: bool = False,
     ) -> None:
         self.table_name = table_name
         self.key = list(key)
         self.valid_from = valid_from
         self.schema = schema
+        self.distributed = distributed
 
     @classmethod
     def convert_to_bitemporal(
@@ -164,11 +175,15 @@ class ConvertToBitemporalOp(MigrateOperation):
         key: Sequence[str],
         valid_from: datetime | None = None,
         schema: str | None = None,
+        distributed: bool = False,
     ) -> None:
         """``bitemporal.enable_table`` on an existing table: its rows become versions valid
         from ``valid_from`` (None: unbounded) and known from the migration's transaction
-        time; a primary key on exactly ``key`` is replaced (and restored by the reverse)."""
-        operations.invoke(cls(table_name, key, valid_from=valid_from, schema=schema))
+        time; a primary key on exactly ``key`` is replaced (and restored by the reverse).
+        ``distributed``: as for :meth:`CreateBitemporalTableOp.create_bitemporal_table`."""
+        operations.invoke(
+            cls(table_name, key, valid_from=valid_from, schema=schema, distributed=distributed)
+        )
 
     def reverse(self) -> ConvertFromBitemporalOp:
         return ConvertFromBitemporalOp(self.table_name, schema=self.schema)
@@ -219,6 +234,28 @@ class RefreshBitemporalTableOp(MigrateOperation):
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
         return ("refresh_bitemporal_table", self.schema, self.table_name)
+
+
+@Operations.register_operation("distribute_bitemporal_table")
+class DistributeBitemporalTableOp(MigrateOperation):
+    """Distribute a bitemporal table on Citus by its first key column."""
+
+    def __init__(self, table_name: str, schema: str | None = None) -> None:
+        self.table_name = table_name
+        self.schema = schema
+
+    @classmethod
+    def distribute_bitemporal_table(
+        cls, operations: Operations, table_name: str, schema: str | None = None
+    ) -> None:
+        """``bitemporal.distribute_table``, on a Citus coordinator whose store is
+        distributed: the table and its ``<table>_key`` table are distributed by the
+        first key column, co-located, its rows kept as they are. Idempotent; no
+        reverse (Citus's ``undistribute_table`` is the way back)."""
+        operations.invoke(cls(table_name, schema=schema))
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        return ("distribute_bitemporal_table", self.schema, self.table_name)
 
 
 @Operations.register_operation("create_temporal_reference")
@@ -302,11 +339,36 @@ def _create_bitemporal_table(operations: Operations, operation: CreateBitemporal
         operation.table_name, *operation.columns, schema=operation.schema, **operation.kw
     )
     _enable(operations, operation.table_name, operation.schema, operation.key, None)
+    if operation.distributed:
+        _distribute(operations, operation.table_name, operation.schema)
 
 
 @Operations.implementation_for(ConvertToBitemporalOp)
 def _convert_to_bitemporal(operations: Operations, operation: ConvertToBitemporalOp) -> None:
     _enable(operations, operation.table_name, operation.schema, operation.key, operation.valid_from)
+    if operation.distributed:
+        _distribute(operations, operation.table_name, operation.schema)
+
+
+@Operations.implementation_for(DistributeBitemporalTableOp)
+def _distribute_bitemporal_table(
+    operations: Operations, operation: DistributeBitemporalTableOp
+) -> None:
+    _distribute(operations, operation.table_name, operation.schema)
+
+
+def _distribute(operations: Operations, table: str, schema: str | None) -> None:
+    # Its refusals (BT502: no Citus, the store not distributed, references) as
+    # DistributionError, which the migration's author can act on.
+    _run_guard(
+        operations,
+        _call(
+            "SELECT bitemporal.distribute_table("
+            "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
+            "|| quote_ident(:t_table) AS regclass))",
+            *_relation_params("t", table, schema),
+        ),
+    )
 
 
 def _enable(

@@ -401,27 +401,35 @@ class ApplicationTableOperations:
             ).format(columns=columns, function=d.function("as_of"))
             params: tuple[Any, ...] | dict[str, Any] = instants
         else:
-            # The key's condition sits next to the inlined as_of function: the
-            # planner answers both from the table's GiST index. Each key column
-            # is compared with an expression of the parameter, not joined to a
-            # row of it: psycopg prepares a statement run five times, and in the
-            # generic plan a join left the key as a filter over every version
-            # valid at the question (tens of times slower), where an expression
-            # of parameters stays an index condition.
+            # as_of's question written out, with the key's condition beside it:
+            # what inlining the as_of function gives on one node, where the
+            # planner answers both from the table's GiST index, and on Citus,
+            # which cannot inline it, a query routed to the key's shard. Each
+            # key column is compared with a parameter of its own, neither joined
+            # to a row of them (psycopg prepares a statement run five times, and
+            # in the generic plan a join left the key as a filter over every
+            # version valid at the question, tens of times slower) nor taken from
+            # a function of one (Citus routes by a parameter or an immutable
+            # expression of one, which jsonb_populate_record is not).
+            _row_json(key)  # the checks of every row's values (naive datetimes, NUL)
             query = sql.SQL(
-                "SELECT {columns} FROM {function}(%(valid_at)s, %(known_at)s) AS v"
-                " WHERE {match} ORDER BY v.version_id"
+                "SELECT {columns} FROM {table} AS v"
+                " WHERE v.valid_period @> coalesce(%(valid_at)s::timestamptz, now())"
+                " AND v.known_period @> coalesce(%(known_at)s::timestamptz, now())"
+                " AND {match} ORDER BY v.version_id"
             ).format(
                 columns=columns,
-                function=d.function("as_of"),
+                table=d.row_type,
                 match=sql.SQL(" AND ").join(
-                    sql.SQL(
-                        "v.{0} = (jsonb_populate_record(NULL::{1}, %(key)s::jsonb)).{0}"
-                    ).format(Name(c), d.row_type)
-                    for c in d.key_columns
+                    sql.SQL("v.{} = {}").format(Name(c), sql.Placeholder(f"k{i}"))
+                    for i, c in enumerate(d.key_columns)
                 ),
             )
-            params = {"valid_at": instants[0], "known_at": instants[1], "key": _row_json(key)}
+            params = {
+                "valid_at": instants[0],
+                "known_at": instants[1],
+                **{f"k{i}": key[c] for i, c in enumerate(d.key_columns)},
+            }
         return [_version(d, r) for r in (yield Statement(query, params, dicts=True))]
 
     @reads

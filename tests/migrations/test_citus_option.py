@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from sqlalchemy import Column, Integer, Text, create_engine
 
 import bitemporal
+import bitemporal.alembic_ops
 from bitemporal import DistributionError, migrations
+from bitemporal.database import sqlalchemy_url
 from tests.helpers import CITUS, run_cli
 
 pytestmark = pytest.mark.not_on_citus("needs a database without the citus extension")
@@ -51,3 +56,18 @@ def test_a_migrated_store_is_refused_too(migrated_database_url: str) -> None:
     with psycopg.connect(migrated_database_url) as conn, pytest.raises(psycopg.Error) as sql_error:
         conn.execute("SELECT bitemporal.distribute()")
     assert sql_error.value.sqlstate == "BT502"
+
+
+def test_a_distributed_application_table_needs_citus(migrated_database_url: str) -> None:
+    """``op.create_bitemporal_table(..., distributed=True)`` on plain PostgreSQL: refused
+    (BT502) inside the migration's transaction, so the table is not created either."""
+    engine = create_engine(sqlalchemy_url(migrated_database_url))
+    try:
+        with pytest.raises(DistributionError, match="citus extension"), engine.begin() as conn:
+            Operations(MigrationContext.configure(conn)).create_bitemporal_table(  # type: ignore[attr-defined]
+                "spread", Column("id", Integer), Column("note", Text), key=["id"], distributed=True
+            )
+    finally:
+        engine.dispose()
+    with psycopg.connect(migrated_database_url) as conn:
+        assert conn.execute("SELECT to_regclass('public.spread')").fetchone() == (None,)
