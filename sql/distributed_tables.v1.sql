@@ -51,7 +51,10 @@ DECLARE
     body    text;
     stmt    text;
     p       pg_catalog.pg_proc;
-    generator CONSTANT regprocedure := 'bitemporal_internal.create_table_functions(regclass)';
+    -- (enable_table's versions are known from the transaction's start, which is
+    -- bitemporal.app_table.enabled_at, a column default: disable_table compares them.)
+    untimed CONSTANT regprocedure[] := ARRAY['bitemporal_internal.create_table_functions(regclass)',
+                                             'bitemporal.enable_table(regclass,text[],timestamptz)']::regprocedure[];
 BEGIN
     SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = f;
     IF p.prosqlbody IS NOT NULL AND EXISTS (
@@ -91,7 +94,7 @@ BEGIN
         def := regexp_replace(head, E'\n LANGUAGE sql(\n|$)', E'\n LANGUAGE plpgsql\\1')
             || E'\nAS $citus$\n#variable_conflict use_column\nBEGIN\n' || stmt || E'\nEND\n$citus$';
     ELSIF strpos(def, 'pg_current_xact_id()') = 0 AND def !~* 'EXISTS\s*\(\s*SELECT\s+FROM'
-          AND (def !~ '\m(transaction_timestamp|now)\(\)' OR f = generator) THEN
+          AND (def !~ '\m(transaction_timestamp|now)\(\)' OR f = ANY (untimed)) THEN
         RETURN false;
     END IF;
     -- Version 2: the application tables' writes too (lock_table_key gave a
@@ -99,7 +102,7 @@ BEGIN
     -- in the same transaction Citus's stamp). Not the functions it generates
     -- for a table: they must not name our internal schema (their callers may
     -- not use it).
-    IF f <> generator THEN
+    IF f <> ALL (untimed) THEN
         def := regexp_replace(def, '(pg_catalog\.)?\m(transaction_timestamp|now)\(\)',
                               'bitemporal_internal.citus_transaction_timestamp()', 'g');
     END IF;

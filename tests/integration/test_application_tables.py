@@ -297,11 +297,6 @@ def test_append_only_holds_for_the_owner_through_the_store(store: Store, schema:
         )
 
 
-@pytest.mark.not_on_citus(
-    "application tables stay on the coordinator, and on Citus part of their write path "
-    "(shared with the fact store) takes the distributed transaction's stamp while the rest "
-    "takes now(): two writes of one transaction can get two knowledge times (docs/citus.md)"
-)
 def test_writes_in_one_transaction_share_its_knowledge_time(
     connect: Callable[..., psycopg.Connection[Any]], schema: str
 ) -> None:
