@@ -22,7 +22,8 @@
 --   * Citus needs the distribution column in every unique constraint: the
 --     primary key becomes (first key column, version_id). version_id stays an
 --     identity, unique by its sequence.
---   * Every UPDATE and DELETE a write issues names the key (table_cut, here):
+--   * Every UPDATE and DELETE a write issues names the key (table_cut and
+--     table_erase, here):
 --     on one node that changes nothing but the plan's filter, on Citus it is
 --     what routes the statement to one shard.
 --   * One knowledge time a transaction: citus_adapt_function (version 2) now
@@ -420,6 +421,88 @@ END;
 $$;
 COMMENT ON FUNCTION bitemporal_internal.citus_table_as_of(bitemporal.app_table) IS
     'For bitemporal.distribute(relation): re-creates a distributed table''s <table>_as_of as PL/pgSQL, the form Citus can plan, with the same answers and grants.';
+
+-- bitemporal_internal.table_erase as table_erasure.v1.sql defines it, its
+-- UPDATE naming the key.
+CREATE OR REPLACE FUNCTION bitemporal_internal.table_erase(
+    image anyelement, reason text, policy text DEFAULT NULL, only_versions bigint[] DEFAULT NULL)
+RETURNS bitemporal.erasures
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+    d        bitemporal.app_table := bitemporal.table_definition(bitemporal_internal.row_relation(pg_catalog.pg_typeof(image)));
+    tab      text := pg_catalog.format('%I.%I', d.table_schema, d.table_name);
+    img      jsonb := pg_catalog.to_jsonb(image);
+    c        text;
+    found    boolean;
+    ids      bigint[];
+    not_null text;
+    erasure  bitemporal.erasures;
+BEGIN
+    IF reason IS NULL OR pg_catalog.btrim(reason) = '' THEN
+        RAISE EXCEPTION 'an erasure needs a reason'
+            USING ERRCODE = 'BT009',
+                  HINT = 'Say why: the request or the legal ground; the reason stays in bitemporal.erasures.';
+    END IF;
+    FOREACH c IN ARRAY d.key_columns LOOP
+        IF img -> c = 'null'::jsonb THEN
+            RAISE EXCEPTION 'key column % of %.% must not be null', c, d.table_schema, d.table_name
+                USING ERRCODE = 'BT005';
+        END IF;
+    END LOOP;
+    -- The key's lock, which every write of the key takes first.
+    EXECUTE pg_catalog.format('SELECT true FROM %I.%I k WHERE %s FOR UPDATE',
+                              d.table_schema, d.key_table, bitemporal_internal.key_match(d, 'k'))
+       INTO found USING image;
+    IF found IS NULL THEN
+        RAISE EXCEPTION 'unknown key (%) in %.%: nothing was ever recorded for it',
+                bitemporal_internal.key_text(d, image), d.table_schema, d.table_name
+            USING ERRCODE = 'BT004',
+                  HINT = 'Check the key''s values.';
+    END IF;
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO not_null
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = tab::regclass AND a.attname = ANY (d.value_columns) AND a.attnotnull;
+    IF not_null IS NOT NULL THEN
+        RAISE EXCEPTION '%.% cannot be erased: value column % is NOT NULL, and an erased version has no value', d.table_schema, d.table_name, not_null
+            USING ERRCODE = 'BT404',
+                  HINT = pg_catalog.format('ALTER TABLE %s ALTER COLUMN ... DROP NOT NULL for each of them first.', tab);
+    END IF;
+    -- The key's versions (of only_versions, when given) not erased yet: none that an
+    -- erasure of this table lists, nor a remainder re-recorded, without values, from an
+    -- erased version after its erasure (see bitemporal.table_erasures).
+    EXECUTE pg_catalog.format(
+        'SELECT pg_catalog.array_agg(v.version_id ORDER BY v.version_id) FROM %s v WHERE %s '
+        'AND ($2 IS NULL OR v.version_id = ANY ($2)) '
+        'AND NOT EXISTS (SELECT FROM bitemporal.erasures e WHERE e.relation = $3 AND e.version_ids @> ARRAY[v.version_id]) '
+        'AND NOT (%s AND EXISTS (SELECT FROM bitemporal.erasures e WHERE e.relation = $3 AND e.version_ids @> ARRAY[v.carried_from]))',
+        tab, bitemporal_internal.key_match(d, 'v'),
+        -- (u.col: c is a variable here)
+        coalesce((SELECT pg_catalog.string_agg(pg_catalog.format('v.%I IS NULL', u.col), ' AND ')
+                    FROM pg_catalog.unnest(d.value_columns) AS u (col)), 'true'))
+       INTO ids USING image, only_versions, tab;
+    IF ids IS NULL THEN
+        RETURN NULL;  -- nothing left to erase: nothing recorded
+    END IF;
+    INSERT INTO bitemporal.erasures (reason, scope, relation, key, version_ids, policy)
+    SELECT reason, 'table', tab, pg_catalog.jsonb_object_agg(k, img -> k), ids, policy
+      FROM pg_catalog.unnest(d.key_columns) AS k
+    RETURNING * INTO erasure;
+    IF cardinality(d.value_columns) > 0 THEN
+        -- Version 2: the versions named by key as well as id (one shard on Citus).
+        EXECUTE pg_catalog.format('UPDATE %s v SET (%s) = ROW(%s) WHERE %s AND v.version_id = ANY ($1)',
+                                  tab, bitemporal_internal.column_list(d.value_columns),
+                                  pg_catalog.array_to_string(pg_catalog.array_fill('NULL'::text, ARRAY[cardinality(d.value_columns)]), ', '),
+                                  bitemporal_internal.key_match(d, 'v', '($2).'))
+            USING ids, image;
+    END IF;
+    RETURN erasure;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal_internal.table_erase(anyelement, text, text, bigint[]) IS
+    'Erases the image''s key of its application table: locks the key, records a bitemporal.erasures row (scope table, relation, key, version ids, reason, policy) and sets the value columns of those versions to NULL; only_versions limits it to those versions (retention). Versions an earlier erasure of the table lists are skipped; returns NULL when none is left. Usually called through <table>_erase(). Errors: BT004, BT005, BT009, BT401, BT404.';
 
 -- bitemporal.refresh_table as tables.v2.sql defines it, and then, for a
 -- distributed table, its as_of in the form Citus can plan.

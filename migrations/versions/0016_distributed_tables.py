@@ -12,8 +12,10 @@ distributed table's run on a shard, on a worker, where the registry is not):
 ``table_guard`` (version 4), the new ``table_stamp_insert``, and the rules they
 share, ``key_knowledge_event`` and ``erasing_row``, which the registry's
 ``table_knowledge_event`` and ``table_erasing`` now call. ``table_cut`` ends a
-version by key and id (one shard). On plain PostgreSQL nothing changes but
-that filter.
+version, and ``table_erase`` clears versions, by key and id (one shard);
+``citus_adapt_function`` gives the application tables' writes Citus's
+transaction time; ``refresh_table`` keeps a distributed table's ``as_of`` in the
+form Citus can plan. On plain PostgreSQL nothing changes but those filters.
 
 On Citus the file is loaded with DDL propagation off: its functions reach the
 workers from ``distribute(relation)``, once ``distribute()`` has adapted them.
@@ -63,6 +65,7 @@ def downgrade() -> None:
         previous_definition("table_knowledge.v1.sql", "bitemporal_internal.table_knowledge_event")
     )
     op.execute(previous_definition("tables.v2.sql", "bitemporal_internal.table_cut"))
+    op.execute(previous_definition("table_erasure.v1.sql", "bitemporal_internal.table_erase"))
     op.execute(previous_definition("tables.v2.sql", "bitemporal.refresh_table"))
     op.execute(previous_definition("citus.v1.sql", "bitemporal_internal.citus_adapt_function"))
     op.execute(
