@@ -47,8 +47,11 @@ class StoreOperations:
 
     @reads
     def now(self) -> Steps[datetime]:
-        """The database's present: its transaction time (``now()``)."""
-        now: datetime = one((yield Statement("SELECT now()")))[0]
+        """The database's present: the store's transaction time, which the writes of this
+        transaction record when given no knowledge time (``bitemporal.transaction_time()``:
+        ``now()`` on PostgreSQL; on Citus the distributed transaction's, set when the
+        transaction first reaches the store, a little after ``now()``)."""
+        now: datetime = one((yield Statement("SELECT bitemporal.transaction_time()")))[0]
         return now
 
 

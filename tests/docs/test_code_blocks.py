@@ -34,7 +34,7 @@ import pytest
 
 import bitemporal
 from tests.docs.blocks import RUNNABLE, Block, collect
-from tests.helpers import CITUS, DatabaseFactory, known_citus_bug
+from tests.helpers import CITUS, DatabaseFactory
 
 BLOCKS = collect()
 
@@ -173,10 +173,6 @@ def run_block(block: Block, namespace: dict[str, Any], cwd: Path) -> None:
 
 
 @needs_psql
-@known_citus_bug(
-    "a write of the SQL examples is refused on a worker by the knowledge trigger (BT006: "
-    "knowledge of the key was already recorded at the same time)"
-)
 def test_sql_examples_mean_the_same_instants_in_any_session_time_zone(
     make_database: DatabaseFactory,
 ) -> None:

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from bitemporal import Answer, Key, Store, Version
-from tests.helpers import CITUS, known_citus_bug
+from tests.helpers import CITUS
 from tests.reference_model import FactModel, ModelAnswer, Period
 from tests.reference_model import Version as ModelVersion
 from tests.strategies import (
@@ -196,9 +196,6 @@ def test_sql_functions_agree_with_the_model(
     deadline=None, max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
-@known_citus_bug(
-    "some writes of one transaction take now() and others the distributed transaction's stamp"
-)
 def test_writes_in_one_transaction_share_one_knowledge_time(
     store: Store, raw: psycopg.Connection[Any], data: st.DataObject
 ) -> None:

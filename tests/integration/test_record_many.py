@@ -42,7 +42,6 @@ from bitemporal import (
     UnknownKeyError,
     cli,
 )
-from tests.helpers import known_citus_bug
 from tests.strategies import GRID  # bound 0: open start, len(GRID) + 1: open end
 
 #: Explicit knowledge times: hours after this, all in the past.
@@ -204,7 +203,6 @@ def summary(results: list[Recorded], tx: datetime) -> list[tuple[bool, Any, int]
     deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(scenario=scenarios())
-@known_citus_bug("some generated batches answer differently from record row by row")
 def test_record_many_equals_record_row_by_row(
     store: Store, raw: psycopg.Connection[Any], scenario: tuple[list[Row], list[Row]]
 ) -> None:

@@ -27,7 +27,7 @@ from bitemporal import (
     Store,
     UnknownKeyError,
 )
-from tests.helpers import Connect, known_citus_bug
+from tests.helpers import Connect
 
 JAN, FEB, MAR = (datetime(2026, m, 1, tzinfo=UTC) for m in (1, 2, 3))
 
@@ -243,10 +243,6 @@ def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
-@known_citus_bug(
-    "a role granted <table>_erase is refused the erasures shard (permission denied for table "
-    "erasures_1020xx)"
-)
 def test_only_a_role_granted_the_erase_function_may_erase(roles: dict[str, str]) -> None:
     url = roles["url"]
     with psycopg.connect(url, user=roles["writer"], autocommit=True) as conn:
