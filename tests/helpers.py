@@ -42,13 +42,6 @@ class Question(TypedDict):
 CITUS = os.environ.get("BITEMPORAL_TEST_CITUS") == "1"
 
 
-def known_citus_bug(reason: str) -> pytest.MarkDecorator:
-    """A test that applies on Citus and fails there for a reason not fixed yet: expected to
-    fail on the Citus lane (not strictly: some fail only for some examples), run everywhere
-    else. Issue 14 lists them."""
-    return pytest.mark.xfail(CITUS, reason=f"known bug on Citus: {reason}", strict=False)
-
-
 #: Tests of the invalidation NOTIFY: not sent on Citus, where changes() is the feed.
 no_notify_on_citus = pytest.mark.not_on_citus(
     "the invalidation NOTIFY is not sent on Citus (docs/citus.md, Limits): "
