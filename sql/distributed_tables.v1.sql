@@ -23,9 +23,8 @@
 --     primary key becomes (first key column, version_id). version_id stays an
 --     identity, unique by its sequence.
 --   * Every UPDATE and DELETE a write issues names the key (table_cut and
---     table_erase, here):
---     on one node that changes nothing but the plan's filter, on Citus it is
---     what routes the statement to one shard.
+--     table_erase, here): on one node that changes nothing but the plan's
+--     filter, on Citus it is what routes the statement to one shard.
 --   * One knowledge time a transaction: citus_adapt_function (version 2) now
 --     gives the application tables' writes Citus's transaction stamp too, as
 --     it gave the fact store's (a new key took the coordinator's transaction

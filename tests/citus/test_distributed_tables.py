@@ -277,6 +277,11 @@ def test_what_cannot_be_distributed_is_refused_and_nothing_changes(
         "SELECT count(*) FROM pg_dist_partition"
         " WHERE logicalrelid IN ('local'::regclass, 'plain_table'::regclass)"
     ).fetchone() == (0,)
+    # Nor does a distributed table take a reference later: Citus refuses its triggers
+    # (in its own words, which depend on which table's trigger it meets first).
+    with pytest.raises(psycopg.Error):
+        conn.execute("SELECT bitemporal.add_reference('spread', ARRAY['id', 'region'], 'local')")
+    assert conn.execute("SELECT count(*) FROM bitemporal.app_reference").fetchone() == (1,)
 
 
 def _distribute(conn: psycopg.Connection[Any], table: str) -> None:
