@@ -22,7 +22,7 @@ so that an application's migration can say::
 
 Each operation is a call of a SQL function of the ``bitemporal`` schema
 (``enable_table``, ``drop_table``, ``disable_table``, ``add_reference``,
-``drop_reference``, ``distribute(relation)``; see sql/tables.v1.sql and
+``drop_reference``, ``distribute_table``; see sql/tables.v1.sql and
 sql/distributed_tables.v1.sql), after ``op.create_table`` for a new
 table, so offline (``--sql``) scripts contain those calls with their literal
 arguments. The database needs the bitemporal schema first: call
@@ -106,7 +106,7 @@ class CreateBitemporalTableOp(MigrateOperation):
         ``bitemporal.enable_table`` keyed by ``key``: adds the version and period
         columns, constraints, indexes, append-only triggers, the ``<table>_key``
         table and the generated functions. ``distributed``: on a Citus
-        coordinator, then ``bitemporal.distribute(relation)``, by the first key
+        coordinator, then ``bitemporal.distribute_table(relation)``, by the first key
         column (see docs/citus.md)."""
         operations.invoke(
             cls(table_name, columns, key, schema=schema, distributed=distributed, **kw)
@@ -248,7 +248,7 @@ class DistributeBitemporalTableOp(MigrateOperation):
     def distribute_bitemporal_table(
         cls, operations: Operations, table_name: str, schema: str | None = None
     ) -> None:
-        """``bitemporal.distribute(relation)``, on a Citus coordinator whose store is
+        """``bitemporal.distribute_table(relation)``, on a Citus coordinator whose store is
         distributed: the table and its ``<table>_key`` table are distributed by the
         first key column, co-located, its rows kept as they are. Idempotent; no
         reverse (Citus's ``undistribute_table`` is the way back)."""
@@ -363,7 +363,7 @@ def _distribute(operations: Operations, table: str, schema: str | None) -> None:
     _run_guard(
         operations,
         _call(
-            "SELECT bitemporal.distribute(relation => "
+            "SELECT bitemporal.distribute_table("
             "CAST(quote_ident(coalesce(:t_schema, current_schema())) || '.' "
             "|| quote_ident(:t_table) AS regclass))",
             *_relation_params("t", table, schema),

@@ -21,10 +21,14 @@
 --     privileges of the role asking, not of the view's owner
 --     (citusdata/citus#1683, #6161): a reader, granted the view but not
 --     bitemporal.erasures, was refused the erasures shard ("permission denied
---     for table erasures_102020"). On Citus the view reads through a function
---     run as its owner; the view, its columns and its grants stay.
---   * bitemporal.distribute(): as citus.v1.sql defines it, and it makes that
---     view so.
+--     for table erasures_102020"). On Citus each role granted the view may read
+--     the columns of bitemporal.erasures it shows (not the key, the reason, who
+--     erased nor the policy). Not a function run as the owner in the view: a
+--     query routed to a worker (a distributed application table's versions,
+--     each with its erasure) would then run a distributed query from a shard,
+--     which Citus refuses.
+--   * bitemporal.distribute(): as citus.v1.sql defines it, and it grants those
+--     columns.
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.citus_transaction_id()
 RETURNS xid8
@@ -66,37 +70,31 @@ RETURN pg_catalog.transaction_timestamp();
 COMMENT ON FUNCTION bitemporal.transaction_time() IS
     'The store''s transaction time: the knowledge time a write of this transaction records when given none, and its recorded_at. now() on PostgreSQL; on Citus, Citus''s stamp of the distributed transaction, set when the transaction first reaches the store (bitemporal.distribute() makes it so), a little after now().';
 
-CREATE FUNCTION bitemporal_internal.citus_table_erasures()
-RETURNS TABLE (relation text, version_ids bigint[], erasure_id bigint, erased_at timestamptz)
-LANGUAGE plpgsql
-STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-BEGIN
-    RETURN QUERY SELECT e.relation, e.version_ids, e.erasure_id, e.erased_at
-                   FROM bitemporal.erasures e
-                  WHERE e.scope = 'table';
-END;
-$$;
-COMMENT ON FUNCTION bitemporal_internal.citus_table_erasures() IS
-    'On Citus, the rows of bitemporal.table_erasures, read as the owner: Citus runs a query on a view over a reference table on its shards with the asking role''s privileges, and a reader may read the view but not bitemporal.erasures. Only the view calls it (no role but the owner may use this schema).';
-
-CREATE FUNCTION bitemporal_internal.citus_read_erasures_as_owner()
+CREATE FUNCTION bitemporal_internal.citus_erasures_readable()
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    r record;
 BEGIN
-    -- CREATE OR REPLACE keeps the view's comment, its grants and its columns.
-    CREATE OR REPLACE VIEW bitemporal.table_erasures AS
-    SELECT t.relation, t.version_ids, t.erasure_id, t.erased_at
-      FROM bitemporal_internal.citus_table_erasures() t;
+    -- Each role granted the view, the columns it reads (its condition's
+    -- included); granted with Citus's DDL propagation on, on every shard.
+    FOR r IN SELECT DISTINCT ro.rolname
+               FROM pg_catalog.pg_class c
+              CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
+               JOIN pg_catalog.pg_roles ro ON ro.oid = a.grantee
+              WHERE c.oid = 'bitemporal.table_erasures'::regclass
+                AND a.privilege_type = 'SELECT' AND a.grantee <> c.relowner
+              ORDER BY 1 LOOP
+        EXECUTE pg_catalog.format(
+            'GRANT SELECT (scope, relation, version_ids, erasure_id, erased_at) ON bitemporal.erasures TO %I',
+            r.rolname);
+    END LOOP;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal_internal.citus_read_erasures_as_owner() IS
-    'For bitemporal.distribute(): makes bitemporal.table_erasures read through bitemporal_internal.citus_table_erasures(), run as the owner, so that a role granted the view reads it on Citus as on one node. Idempotent.';
+COMMENT ON FUNCTION bitemporal_internal.citus_erasures_readable() IS
+    'For bitemporal.distribute(): each role granted bitemporal.table_erasures may read the columns of bitemporal.erasures the view shows (and scope, which it filters by), since Citus runs a query on the view on the shards of bitemporal.erasures with the asking role''s privileges. Idempotent.';
 
 CREATE OR REPLACE FUNCTION bitemporal.distribute(shard_count integer DEFAULT NULL)
 RETURNS void
@@ -404,9 +402,9 @@ BEGIN
         ALTER TABLE bitemporal.erasures ENABLE TRIGGER USER;
     END IF;
     -- (citus.v2.sql) Readers read bitemporal.table_erasures, not the erasures
-    -- table under it: on Citus that view reads through a function run as its
-    -- owner (see bitemporal_internal.citus_table_erasures).
-    PERFORM bitemporal_internal.citus_read_erasures_as_owner();
+    -- table under it, and on Citus a view's shards are read with the reader's
+    -- privileges: see bitemporal_internal.citus_erasures_readable.
+    PERFORM bitemporal_internal.citus_erasures_readable();
 
     SELECT pg_catalog.string_agg(t.oid::regtype::text, ', ' ORDER BY t.oid) INTO named
       FROM pg_catalog.pg_type t

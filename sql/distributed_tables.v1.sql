@@ -1,12 +1,9 @@
 -- bitemporal: application tables distributed on Citus (issue 14; migration 0016).
 --
--- bitemporal.distribute(relation) distributes a bitemporal application
+-- bitemporal.distribute_table(relation) distributes a bitemporal application
 -- table of a distributed store by its first key column, its key table with
 -- it (co-located), so that every statement about one key is routed to the one
--- shard holding it. (An overload of distribute(shard_count), which
--- distributes the store: the public schema keeps its few names. Called as
--- distribute(relation => 'customer'), or with a regclass: a bare literal
--- would fit both.) What that takes, and why:
+-- shard holding it. What that takes, and why:
 --
 --   * The table's triggers run on the worker holding the shard, where the
 --     registry (bitemporal.app_table, on the coordinator) is not, and where
@@ -35,10 +32,10 @@
 --
 -- Not distributed: a table with temporal references (bitemporal.add_reference),
 -- whose checks read the other table of the reference from the trigger; it
--- stays on the coordinator, and distribute(relation) says so (BT502).
+-- stays on the coordinator, and distribute_table says so (BT502).
 --
 -- Migration 0016 loads this file with Citus's DDL propagation off: these
--- functions reach the workers from distribute(relation), after distribute() has
+-- functions reach the workers from distribute_table, after distribute() has
 -- given them Citus's transaction id.
 
 -- bitemporal_internal.citus_adapt_function as citus.v1.sql defines it, but for
@@ -341,7 +338,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION bitemporal_internal.table_stamp_insert() IS
-    'BEFORE INSERT trigger of a distributed application table (bitemporal.distribute(relation)), with the table''s name, its key table''s and its key columns as arguments: stamps the writing transaction, checks jsonb values and the knowledge event (bitemporal_internal.key_knowledge_event), as fact_version_stamp_insert does for a table on the coordinator.';
+    'BEFORE INSERT trigger of a distributed application table (bitemporal.distribute_table(relation)), with the table''s name, its key table''s and its key columns as arguments: stamps the writing transaction, checks jsonb values and the knowledge event (bitemporal_internal.key_knowledge_event), as fact_version_stamp_insert does for a table on the coordinator.';
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.table_cut(d bitemporal.app_table, image anyelement, period tstzrange, known_at timestamptz)
 RETURNS bigint[]
@@ -419,7 +416,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION bitemporal_internal.citus_table_as_of(bitemporal.app_table) IS
-    'For bitemporal.distribute(relation): re-creates a distributed table''s <table>_as_of as PL/pgSQL, the form Citus can plan, with the same answers and grants.';
+    'For bitemporal.distribute_table(relation): re-creates a distributed table''s <table>_as_of as PL/pgSQL, the form Citus can plan, with the same answers and grants.';
 
 -- bitemporal_internal.table_erase as table_erasure.v1.sql defines it, its
 -- UPDATE naming the key.
@@ -542,7 +539,7 @@ $$;
 COMMENT ON FUNCTION bitemporal.refresh_table(regclass) IS
     'Regenerates an application table''s functions after value columns were added or dropped, with the EXECUTE grants the old ones had (a distributed table''s as_of in its Citus form). Returns their signatures. Raises BT402 unless the caller owns the table (the write functions run with their owner''s rights), or for a column of a type without equality.';
 
-CREATE FUNCTION bitemporal.distribute(relation regclass)
+CREATE FUNCTION bitemporal.distribute_table(relation regclass)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -566,7 +563,7 @@ DECLARE
         'bitemporal_internal.key_guard()'];
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
-        RAISE EXCEPTION 'bitemporal.distribute(relation) needs the citus extension in this database'
+        RAISE EXCEPTION 'bitemporal.distribute_table() needs the citus extension in this database'
             USING ERRCODE = 'BT502',
                   HINT = 'On plain PostgreSQL an application table is already whole on the one server.';
     END IF;
@@ -622,6 +619,6 @@ BEGIN
     PERFORM bitemporal_internal.citus_table_as_of(d);
 END;
 $$;
-COMMENT ON FUNCTION bitemporal.distribute(regclass) IS
+COMMENT ON FUNCTION bitemporal.distribute_table(regclass) IS
     'On a Citus coordinator whose store is distributed (bitemporal.distribute()): distributes a bitemporal application table by its first key column, its key table co-located with it, so that each key''s reads and writes go to one shard; rows already there are kept as they are. Its primary key becomes (first key column, version_id). Idempotent. BT502 without Citus, before the store is distributed, or for a table with temporal references; BT401 for a table that is not bitemporal.';
-REVOKE ALL ON FUNCTION bitemporal.distribute(regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION bitemporal.distribute_table(regclass) FROM PUBLIC;

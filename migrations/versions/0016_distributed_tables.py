@@ -4,7 +4,7 @@ Revision ID: 0016
 Revises: 0015
 Create Date: 2026-12-02
 
-``distributed_tables.v1.sql``: ``bitemporal.distribute(relation)``, which
+``distributed_tables.v1.sql``: ``bitemporal.distribute_table(relation)``, which
 distributes a bitemporal application table of a distributed store by its first
 key column, its key table co-located with it. The triggers of application
 tables take the table they guard from their arguments when they have them (a
@@ -18,7 +18,7 @@ transaction time; ``refresh_table`` keeps a distributed table's ``as_of`` in the
 form Citus can plan. On plain PostgreSQL nothing changes but those filters.
 
 On Citus the file is loaded with DDL propagation off: its functions reach the
-workers from ``distribute(relation)``, once ``distribute()`` has adapted them.
+workers from ``distribute_table``, once ``distribute()`` has adapted them.
 """
 
 from alembic import op
@@ -70,7 +70,7 @@ def downgrade() -> None:
     op.execute(previous_definition("citus.v1.sql", "bitemporal_internal.citus_adapt_function"))
     op.execute(
         """
-        DROP FUNCTION bitemporal.distribute(regclass);
+        DROP FUNCTION bitemporal.distribute_table(regclass);
         DROP FUNCTION bitemporal_internal.citus_table_as_of(bitemporal.app_table);
         DROP FUNCTION bitemporal_internal.table_stamp_insert();
         DROP FUNCTION bitemporal_internal.erasing_row(text, text[], anyelement, anyelement);

@@ -10,9 +10,10 @@ transaction's stamp as its epoch, not as text in the session's TimeZone (a coord
 session in another zone than the workers got two ids for one transaction, and the
 knowledge trigger refused its second write of a key, BT006); ``bitemporal.transaction_time()``
 is the store's transaction time (``now()`` on one node, Citus's stamp of the distributed
-transaction once distributed), which ``Store.now()`` asks; on Citus,
-``bitemporal.table_erasures`` reads through a function run as its owner (Citus checks the
-asking role's privileges on a view's shards); ``bitemporal.distribute()`` does the latter.
+transaction once distributed), which ``Store.now()`` asks; on Citus, each role granted
+``bitemporal.table_erasures`` may read the columns of ``bitemporal.erasures`` the view
+shows (Citus checks the asking role's privileges on a view's shards);
+``bitemporal.distribute()`` grants them.
 Nothing changes on plain PostgreSQL but the new function. The downgrade restores
 citus.v1.sql's two functions and drops the new ones.
 """
@@ -48,8 +49,7 @@ def downgrade() -> None:
     op.execute(previous_definition(PREVIOUS, "bitemporal_internal.citus_transaction_id"))
     op.execute(
         """
-        DROP FUNCTION bitemporal_internal.citus_read_erasures_as_owner();
-        DROP FUNCTION bitemporal_internal.citus_table_erasures();
+        DROP FUNCTION bitemporal_internal.citus_erasures_readable();
         DROP FUNCTION bitemporal.transaction_time();
         """
     )

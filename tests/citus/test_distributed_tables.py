@@ -1,6 +1,6 @@
 """On Citus: application tables distributed by their first key column (issue 14).
 
-``op.create_bitemporal_table(..., distributed=True)`` (``bitemporal.distribute(relation)``)
+``op.create_bitemporal_table(..., distributed=True)`` (``bitemporal.distribute_table(relation)``)
 distributes a table and its key table, co-located. The same workload runs against a
 distributed table and against one kept on the coordinator, in the same database, and
 must give the same answers (version ids and instants aside); a single-key write or read
