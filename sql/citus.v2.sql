@@ -28,7 +28,7 @@
 --     each with its erasure) would then run a distributed query from a shard,
 --     which Citus refuses.
 --   * bitemporal.distribute(): as citus.v1.sql defines it, and it grants those
---     columns.
+--     columns; so does bitemporal.grant_roles on Citus.
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.citus_transaction_id()
 RETURNS xid8
@@ -95,6 +95,81 @@ END;
 $$;
 COMMENT ON FUNCTION bitemporal_internal.citus_erasures_readable() IS
     'For bitemporal.distribute(): each role granted bitemporal.table_erasures may read the columns of bitemporal.erasures the view shows (and scope, which it filters by), since Citus runs a query on the view on the shards of bitemporal.erasures with the asking role''s privileges. Idempotent.';
+
+-- bitemporal.grant_roles as retention.v1.sql defines it, and on Citus the
+-- columns of the erasures its reader reads.
+CREATE OR REPLACE FUNCTION bitemporal.grant_roles(
+    reader  text DEFAULT 'bitemporal_reader',
+    writer  text DEFAULT 'bitemporal_writer',
+    auditor text DEFAULT 'bitemporal_auditor',
+    eraser  text DEFAULT 'bitemporal_eraser')
+RETURNS text[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    role_name  text;
+    may_create boolean;
+    granted    text[] := '{}';
+    obj        record;
+BEGIN
+    SELECT r.rolcreaterole OR r.rolsuper INTO may_create FROM pg_catalog.pg_roles r WHERE r.rolname = current_user;
+    FOREACH role_name IN ARRAY ARRAY[reader, writer, auditor, eraser] LOOP
+        CONTINUE WHEN role_name IS NULL;
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = role_name) THEN
+            IF NOT may_create THEN
+                RAISE NOTICE 'role % does not exist and % may not create it; skipped (grant to existing roles with bitemporal.grant_roles(reader, writer, auditor, eraser))',
+                    role_name, current_user;
+                CONTINUE;
+            END IF;
+            EXECUTE format('CREATE ROLE %I NOLOGIN', role_name);
+        END IF;
+        EXECUTE format('GRANT USAGE ON SCHEMA bitemporal TO %I', role_name);
+        granted := granted || role_name;
+    END LOOP;
+
+    IF reader = ANY (granted) THEN
+        FOR obj IN
+            SELECT c.oid::regclass AS rel FROM pg_catalog.pg_class c
+             WHERE c.relnamespace = 'bitemporal'::regnamespace AND c.relkind IN ('r', 'v', 'p')
+               AND c.relname NOT IN ('memory_log', 'fact_request', 'erasures', 'alembic_version')
+        LOOP
+            EXECUTE format('GRANT SELECT ON %s TO %I', obj.rel, reader);
+        END LOOP;
+    END IF;
+    IF writer = ANY (granted) THEN
+        FOR obj IN
+            SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
+             WHERE p.pronamespace = 'bitemporal'::regnamespace AND p.prosecdef
+               AND NOT (p.proname LIKE 'erase%' OR p.proname IN ('set_retention', 'apply_retention'))
+        LOOP
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', obj.fn, writer);
+        END LOOP;
+    END IF;
+    IF auditor = ANY (granted) THEN
+        EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA bitemporal TO %I', auditor);
+    END IF;
+    IF eraser = ANY (granted) THEN
+        FOR obj IN
+            SELECT p.oid::regprocedure AS fn FROM pg_catalog.pg_proc p
+             WHERE p.pronamespace = 'bitemporal'::regnamespace AND p.prosecdef
+               AND (p.proname LIKE 'erase%' OR p.proname IN ('set_retention', 'apply_retention'))
+        LOOP
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', obj.fn, eraser);
+        END LOOP;
+        EXECUTE format('GRANT SELECT ON bitemporal.erasures TO %I', eraser);
+        EXECUTE format('GRANT SELECT ON bitemporal.retention_policy, bitemporal.app_table TO %I', eraser);
+    END IF;
+    -- Version 2 (citus.v2.sql): on Citus, the reader's columns of the erasures
+    -- the view shows (see bitemporal_internal.citus_erasures_readable).
+    IF EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        PERFORM bitemporal_internal.citus_erasures_readable();
+    END IF;
+    RETURN granted;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal.grant_roles(text, text, text, text) IS
+    'Creates the reader, writer, auditor and eraser roles if missing (and allowed) and grants them their privileges (the eraser: EXECUTE on the erase functions and on set_retention and apply_retention, which no other role gets, and SELECT on bitemporal.erasures, bitemporal.retention_policy and bitemporal.app_table, the registry an application table''s erasure looks its table up in); pass existing role names to grant to those instead, NULL to skip one. Idempotent. Returns the roles granted to.';
 
 CREATE OR REPLACE FUNCTION bitemporal.distribute(shard_count integer DEFAULT NULL)
 RETURNS void

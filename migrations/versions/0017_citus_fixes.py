@@ -13,9 +13,9 @@ is the store's transaction time (``now()`` on one node, Citus's stamp of the dis
 transaction once distributed), which ``Store.now()`` asks; on Citus, each role granted
 ``bitemporal.table_erasures`` may read the columns of ``bitemporal.erasures`` the view
 shows (Citus checks the asking role's privileges on a view's shards);
-``bitemporal.distribute()`` grants them.
+``bitemporal.distribute()`` and ``bitemporal.grant_roles`` grant them.
 Nothing changes on plain PostgreSQL but the new function. The downgrade restores
-citus.v1.sql's two functions and drops the new ones.
+the three functions as they were and drops the new ones.
 """
 
 from alembic import op
@@ -47,6 +47,7 @@ def downgrade() -> None:
     op.execute(PINNED_PATH)
     op.execute(previous_definition(PREVIOUS, "bitemporal.distribute"))
     op.execute(previous_definition(PREVIOUS, "bitemporal_internal.citus_transaction_id"))
+    op.execute(previous_definition("retention.v1.sql", "bitemporal.grant_roles"))
     op.execute(
         """
         DROP FUNCTION bitemporal_internal.citus_erasures_readable();

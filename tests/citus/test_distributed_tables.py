@@ -11,6 +11,7 @@ hold on the shards; a table distributed with rows keeps its history as it was.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +20,7 @@ import psycopg
 import pytest
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
+from psycopg import sql
 from sqlalchemy import Column, Integer, Text, create_engine
 
 import bitemporal.alembic_ops  # noqa: F401  (registers the operations)
@@ -293,3 +295,30 @@ def _distribute(conn: psycopg.Connection[Any], table: str) -> None:
             op.distribute_bitemporal_table(table)  # type: ignore[attr-defined]
     finally:
         engine.dispose()
+
+
+def test_a_reader_reads_a_distributed_tables_versions_and_erasures(
+    conn: psycopg.Connection[Any], url: str
+) -> None:
+    """A query routed to a worker reads the erasures there with the reader's privileges:
+    ``grant_roles`` gives the reader the columns the view ``table_erasures`` shows."""
+    store = Store(conn)
+    store.app_tables.record("public.spread", {"id": 1, "region": "eu", "email": "a"})
+    store.app_tables.erase("public.spread", {"id": 1, "region": "eu"}, reason="ticket 3")
+    reader = f"bt_dt_reader_{uuid.uuid4().hex[:8]}"
+    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(reader)))
+    try:
+        conn.execute(
+            "SELECT bitemporal.grant_roles(reader => %s, writer => NULL,"
+            " auditor => NULL, eraser => NULL)",
+            (reader,),
+        )
+        conn.execute(sql.SQL("GRANT SELECT ON spread TO {}").format(sql.Identifier(reader)))
+        with psycopg.connect(url, user=reader, autocommit=True) as as_reader:
+            versions = Store(as_reader).app_tables.as_of("public.spread", {"id": 1, "region": "eu"})
+            assert [(v.row["email"], v.erased) for v in versions] == [(None, True)]
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                as_reader.execute("SELECT reason FROM bitemporal.erasures")
+    finally:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(reader)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(reader)))
