@@ -27,8 +27,19 @@
 --     query routed to a worker (a distributed application table's versions,
 --     each with its erasure) would then run a distributed query from a shard,
 --     which Citus refuses.
+--   * Evidence of a version removed by the transaction that created it went
+--     with the version on one node, and stayed behind on Citus (the version
+--     table's trigger that deletes it was dropped: it would run on a worker):
+--     a deferred trigger on the evidence, on the coordinator, removes it at
+--     commit (citus_evidence_kept).
+--   * resolve is delegated by entity, as as_of and history are: Citus followed
+--     retrospective_diff, whose SQL-standard body reads resolve's result
+--     type's columns, back to resolve and reported a circular dependency;
+--     citus_adapt_function (version 2, distributed_tables.v1.sql) makes that
+--     body PL/pgSQL, with no catalog dependency.
 --   * bitemporal.distribute(): as citus.v1.sql defines it, and it grants those
---     columns; so does bitemporal.grant_roles on Citus.
+--     columns (so does bitemporal.grant_roles on Citus), creates the evidence's
+--     trigger and delegates resolve.
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.citus_transaction_id()
 RETURNS xid8
@@ -69,6 +80,24 @@ SET search_path = pg_catalog, pg_temp
 RETURN pg_catalog.transaction_timestamp();
 COMMENT ON FUNCTION bitemporal.transaction_time() IS
     'The store''s transaction time: the knowledge time a write of this transaction records when given none, and its recorded_at. now() on PostgreSQL; on Citus, Citus''s stamp of the distributed transaction, set when the transaction first reaches the store (bitemporal.distribute() makes it so), a little after now().';
+
+CREATE FUNCTION bitemporal_internal.citus_evidence_kept()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- At commit: the version is gone only if the transaction that created it
+    -- removed it again (a committed version is never deleted), and then its
+    -- evidence goes, as the version table's own trigger takes it on one node.
+    IF NOT EXISTS (SELECT 1 FROM bitemporal.fact_version v WHERE v.version_id = NEW.version_id) THEN
+        DELETE FROM bitemporal.evidence e WHERE e.evidence_id = NEW.evidence_id;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal_internal.citus_evidence_kept() IS
+    'On Citus, a deferred trigger on bitemporal.evidence (distribute() creates it): at commit, evidence inserted by the transaction about a version the transaction removed again goes with it, as on one node (where the version table''s trigger deletes it; on Citus that trigger would run on the worker holding the version, and evidence is on the coordinator).';
 
 CREATE FUNCTION bitemporal_internal.citus_erasures_readable()
 RETURNS void
@@ -183,7 +212,8 @@ DECLARE
     stmt       text;
     readers    CONSTANT text[] := ARRAY[
         'bitemporal.as_of(text,text,timestamp with time zone,timestamp with time zone)',
-        'bitemporal.history(text,text)'];
+        'bitemporal.history(text,text)',
+        'bitemporal.resolve(text,text,timestamp with time zone,timestamp with time zone,timestamp with time zone)'];
     named      text;
     def        text;
     progress   boolean;
@@ -261,9 +291,18 @@ BEGIN
     $as_of$;
     -- A version removed by the transaction that created it takes its
     -- evidence along (partitioning.v2.sql's trigger): from a worker, that
-    -- delete would be a distributed query inside one on a shard. Evidence is
-    -- not attached on Citus yet (its own check refuses the insert there).
+    -- delete would be a distributed query inside one on a shard. On Citus the
+    -- evidence goes at commit instead, on the coordinator (version 2:
+    -- bitemporal_internal.citus_evidence_kept).
     DROP TRIGGER IF EXISTS evidence_version_fkey ON bitemporal.fact_version;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger
+                    WHERE tgrelid = 'bitemporal.evidence'::regclass AND tgname = 'evidence_version_removed') THEN
+        CREATE CONSTRAINT TRIGGER evidence_version_removed AFTER INSERT ON bitemporal.evidence
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+            EXECUTE FUNCTION bitemporal_internal.citus_evidence_kept();
+        COMMENT ON TRIGGER evidence_version_removed ON bitemporal.evidence IS
+            'On Citus: evidence of a version its own transaction removed goes at commit (see bitemporal_internal.citus_evidence_kept).';
+    END IF;
     FOR r IN SELECT a.adrelid::regclass AS tbl, att.attname,
                     pg_catalog.pg_get_expr(a.adbin, a.adrelid) AS expr
                FROM pg_catalog.pg_attrdef a
@@ -557,15 +596,6 @@ BEGIN
             USING ERRCODE = 'BT502';
     END IF;
     DROP TABLE bitemporal_citus_call;
-    -- Citus takes resolve along as a dependency of one of these (it does not say
-    -- of which), then reports a circular dependency for it and refuses every
-    -- GRANT on it. No worker calls it: it is no distributed object.
-    PERFORM pg_catalog.citus_unmark_object_distributed(
-                'pg_catalog.pg_proc'::regclass,
-                'bitemporal.resolve(text,text,timestamptz,timestamptz,timestamptz)'::regprocedure, 0, false)
-      FROM pg_catalog.pg_dist_object o
-     WHERE o.classid = 'pg_catalog.pg_proc'::regclass
-       AND o.objid = 'bitemporal.resolve(text,text,timestamptz,timestamptz,timestamptz)'::regprocedure;
     -- Then the reads get their distribution argument (a function that another
     -- one's propagation took along as a plain dependency gets it too).
     FOR r IN SELECT u.f::regprocedure AS f FROM pg_catalog.unnest(readers) u(f) LOOP

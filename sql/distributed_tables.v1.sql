@@ -26,6 +26,10 @@
 --     gives the application tables' writes Citus's transaction stamp too, as
 --     it gave the fact store's (a new key took the coordinator's transaction
 --     time, the key's next write in the same transaction the stamp).
+--   * citus_adapt_function (version 2) also makes PL/pgSQL a SQL-standard
+--     body that reads the columns of one of our composite types: Citus
+--     follows such a dependency of retrospective_diff on resolve's result
+--     type back to resolve, and refused to distribute resolve (citus.v2.sql).
 --   * <table>_as_of is a SQL function, which Citus cannot plan over a
 --     distributed table: such a table's is PL/pgSQL (citus_table_as_of), made
 --     again by refresh_table (version 3).
@@ -57,11 +61,13 @@ DECLARE
                                              'bitemporal.enable_table(regclass,text[],timestamptz)']::regprocedure[];
 BEGIN
     SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = f;
+    -- Version 2: a body reading our composite types' columns too ('c'): see
+    -- distributed_tables.v1.sql's header.
     IF p.prosqlbody IS NOT NULL AND EXISTS (
         SELECT FROM pg_catalog.pg_depend d
           JOIN pg_catalog.pg_class c ON c.oid = d.refobjid
          WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = f
-           AND d.refclassid = 'pg_catalog.pg_class'::regclass AND c.relkind IN ('r', 'p', 'v')
+           AND d.refclassid = 'pg_catalog.pg_class'::regclass AND c.relkind IN ('r', 'p', 'v', 'c')
            AND c.relnamespace IN ('bitemporal'::regnamespace, 'bitemporal_internal'::regnamespace)) THEN
         body := substring(def FROM E'\nBEGIN ATOMIC\n(.*);\nEND\\s*$');
         head := substring(def FROM E'^(.*?)\nBEGIN ATOMIC\n');

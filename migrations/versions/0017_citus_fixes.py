@@ -50,6 +50,8 @@ def downgrade() -> None:
     op.execute(previous_definition("retention.v1.sql", "bitemporal.grant_roles"))
     op.execute(
         """
+        DROP TRIGGER IF EXISTS evidence_version_removed ON bitemporal.evidence;
+        DROP FUNCTION bitemporal_internal.citus_evidence_kept();
         DROP FUNCTION bitemporal_internal.citus_erasures_readable();
         DROP FUNCTION bitemporal.transaction_time();
         """

@@ -3,8 +3,9 @@
 What ``citus.log_remote_commands`` shows for each call of the Python API is the whole of
 what the coordinator sent to the workers: every statement of a single-key read or write
 must go to the worker holding the key, and name only that key's shards. The reads
-(``as_of``, ``history``) are one command; ``resolve`` asks on the coordinator and sends
-its few statements to that worker; a write's statements, and its commit, go there too
+(``as_of``, ``history``, and ``resolve`` as SQL asks it) are one command; the Python API's
+``resolve`` (which joins the versions its answer rests on) asks on the coordinator and
+sends its few statements to that worker; a write's statements, and its commit, go there too
 (writes are not delegated: they announce their knowledge time on the coordinator, where
 ``settled_knowledge_time`` looks for it).
 """
@@ -95,6 +96,7 @@ def test_the_store_is_distributed_by_entity_and_co_located(
     assert [name.split("(")[0] for name, _ in delegated] == [
         "bitemporal.as_of",
         "bitemporal.history",
+        "bitemporal.resolve",
     ]
     assert {index for _, index in delegated} == {0}
 
@@ -128,6 +130,33 @@ def test_single_key_reads_are_one_command_on_the_keys_worker(
         assert len(commands) == 1, commands
     commands = remote.during(lambda: store.facts.resolve(key))
     _single_worker(commands, conn, key)
+
+
+def test_resolve_in_sql_is_one_command_on_the_keys_worker(
+    conn: psycopg.Connection[Any], key: Key
+) -> None:
+    """``SELECT bitemporal.resolve(...)`` (as psql asks it) is delegated whole to the worker
+    holding the key, and answers what the Python API answers."""
+    store = Store(conn)
+    store.facts.record(key, 1, source="a")
+    store.facts.record(key, 2, source="b")
+    remote = RemoteCommands(conn)
+    rows: list[Any] = []
+    commands = remote.during(
+        lambda: rows.extend(
+            conn.execute(
+                "SELECT bitemporal.resolve(%s, %s)", (key.entity, key.attribute)
+            ).fetchall()
+        )
+    )
+    _single_worker(commands, conn, key)
+    assert len(commands) == 1 and "bitemporal.resolve(" in commands[0][0], commands
+    status, values = conn.execute(
+        "SELECT (r).status::text, (r).values FROM (SELECT %s::bitemporal.answer AS r) a",
+        (rows[0][0],),
+    ).fetchone() or (None, None)
+    answer = store.facts.resolve(key)
+    assert (status, values) == (answer.status.value, list(answer.values))
 
 
 def test_single_key_writes_go_to_the_keys_worker_alone(

@@ -350,3 +350,25 @@ def test_a_temporary_text_search_configuration_is_refused(
     assert [h.version.version_id for h in other.evidence.search("attachments", key=key)] == [
         version
     ]
+
+
+def test_evidence_of_a_version_its_own_transaction_removed_goes_with_it(
+    connect: Connect, key: Key
+) -> None:
+    """A version superseded by the transaction that wrote it, at the same knowledge time,
+    was never seen and is not kept: neither is the evidence attached to it (on Citus, at
+    commit)."""
+    conn = connect(autocommit=False)
+    store = Store(conn)
+    first = store.facts.record(key, 1, source="report")
+    evidence_id = store.evidence.add(first.version_id, "The first figure was 1.")
+    second = store.facts.record(key, 2, source="report")
+    kept = store.evidence.add(second.version_id, "The figure is 2.")
+    conn.commit()
+    assert [v.version_id for v in store.facts.history(key)] == [second.version_id]
+    rows = conn.execute(
+        "SELECT evidence_id FROM bitemporal.evidence WHERE evidence_id IN (%s, %s)",
+        (evidence_id, kept),
+    ).fetchall()
+    conn.rollback()
+    assert rows == [(kept,)]
