@@ -27,6 +27,12 @@
 --     query routed to a worker (a distributed application table's versions,
 --     each with its erasure) would then run a distributed query from a shard,
 --     which Citus refuses.
+--   * settled_knowledge_time() could hand out a time whose answers changed
+--     on Citus (the load test's invariant, now and then): a distributed write
+--     commits on the coordinator, releasing its announcement there, before
+--     its versions become visible on the worker (COMMIT PREPARED). The
+--     worker's announcement, taken by the knowledge trigger, is held until
+--     then: settled_knowledge_time (version 2) reads the workers' too.
 --   * Evidence of a version removed by the transaction that created it went
 --     with the version on one node, and stayed behind on Citus (the version
 --     table's trigger that deletes it was dropped: it would run on a worker):
@@ -80,6 +86,88 @@ SET search_path = pg_catalog, pg_temp
 RETURN pg_catalog.transaction_timestamp();
 COMMENT ON FUNCTION bitemporal.transaction_time() IS
     'The store''s transaction time: the knowledge time a write of this transaction records when given none, and its recorded_at. now() on PostgreSQL; on Citus, Citus''s stamp of the distributed transaction, set when the transaction first reaches the store (bitemporal.distribute() makes it so), a little after now().';
+
+CREATE FUNCTION bitemporal_internal.citus_workers_lowest_announcement()
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lowest bigint;
+    failed text;
+BEGIN
+    -- The same query as settled_knowledge_time's on this node, on each worker
+    -- (a prepared transaction keeps its transaction-level advisory locks).
+    SELECT pg_catalog.min(NULLIF(w.result, '')::bigint),
+           pg_catalog.string_agg(w.nodename || ':' || w.nodeport || ': ' || w.result, '; ') FILTER (WHERE NOT w.success)
+      INTO lowest, failed
+      FROM pg_catalog.run_command_on_workers($q$
+          SELECT pg_catalog.min(k.key & ((1::bigint << 59) - 1))
+            FROM pg_catalog.pg_locks l,
+                 LATERAL (SELECT (l.classid::bigint << 32) | l.objid::bigint AS key) k
+           WHERE l.locktype = 'advisory' AND l.objsubid = 1
+             AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+             AND k.key >> 59 = 5 $q$) w;
+    IF failed IS NOT NULL THEN
+        -- No settled time without every worker's word.
+        RAISE EXCEPTION 'cannot read the knowledge announced on the workers: %', failed
+            USING ERRCODE = 'BT502';
+    END IF;
+    RETURN lowest;
+END;
+$$;
+COMMENT ON FUNCTION bitemporal_internal.citus_workers_lowest_announcement() IS
+    'On Citus, for bitemporal.settled_knowledge_time: the lowest knowledge time (microseconds, as bitemporal_internal.knowledge_micros) announced on any worker, NULL for none; BT502 if a worker does not answer.';
+
+-- bitemporal.settled_knowledge_time as settled.v1.sql defines it, and on Citus
+-- the workers' announcements.
+CREATE OR REPLACE FUNCTION bitemporal.settled_knowledge_time()
+RETURNS timestamptz
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    turn     CONSTANT bigint := -4776046337129871360;  -- any key outside the announcements' tag
+    c        timestamptz;
+    previous bigint;
+    lowest   bigint;
+    settled  timestamptz;
+BEGIN
+    PERFORM pg_catalog.pg_advisory_lock(turn);
+    BEGIN
+        SELECT s.last_value INTO previous FROM bitemporal.knowledge_floor s;
+        c := pg_catalog.clock_timestamp();
+        IF bitemporal_internal.knowledge_micros(c) > previous THEN
+            PERFORM pg_catalog.setval('bitemporal.knowledge_floor', bitemporal_internal.knowledge_micros(c));
+        END IF;
+        SELECT pg_catalog.min(k.key & ((1::bigint << 59) - 1)) INTO lowest
+          FROM pg_catalog.pg_locks l,
+               LATERAL (SELECT (l.classid::bigint << 32) | l.objid::bigint AS key) k
+         WHERE l.locktype = 'advisory' AND l.objsubid = 1
+           AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+           AND k.key >> 59 = 5;
+        -- Version 2 (citus.v2.sql): on Citus, the workers' announcements too.
+        -- A distributed write commits on the coordinator first, releasing its
+        -- announcement there, and on the workers after (COMMIT PREPARED): until
+        -- then its versions are invisible, but the knowledge trigger's
+        -- announcement on the worker is held by the prepared transaction.
+        IF EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+            lowest := least(lowest, bitemporal_internal.citus_workers_lowest_announcement());
+        END IF;
+        settled := least(c, bitemporal_internal.knowledge_from_micros(lowest) - interval '1 microsecond');
+        PERFORM pg_catalog.setval('bitemporal.knowledge_floor',
+                                  greatest(previous, bitemporal_internal.knowledge_micros(settled)));
+        PERFORM pg_catalog.pg_advisory_unlock(turn);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM pg_catalog.pg_advisory_unlock(turn);
+        RAISE;
+    END;
+    RETURN greatest(settled, bitemporal_internal.knowledge_from_micros(previous));
+END;
+$$;
+COMMENT ON FUNCTION bitemporal.settled_knowledge_time()
+    IS 'A knowledge time whose answers never change (on Citus too, where the workers'' announcements count; version 2): no write in flight, and no later write, can commit a version known from (or closed at) it or earlier. Ask questions with known_at at or before it in a statement that starts after the call. Calling it closes knowledge up to the time returned: a later write with an explicit known_at at or before it is refused (BT002); writes without known_at are recorded after it.';
 
 CREATE FUNCTION bitemporal_internal.citus_evidence_kept()
 RETURNS trigger
