@@ -48,12 +48,10 @@ def downgrade() -> None:
     op.execute(previous_definition(PREVIOUS, "bitemporal.distribute"))
     op.execute(previous_definition(PREVIOUS, "bitemporal_internal.citus_transaction_id"))
     op.execute(previous_definition("retention.v1.sql", "bitemporal.grant_roles"))
-    op.execute(previous_definition("settled.v1.sql", "bitemporal.settled_knowledge_time"))
     op.execute(
         """
         DROP TRIGGER IF EXISTS evidence_version_removed ON bitemporal.evidence;
         DROP FUNCTION bitemporal_internal.citus_evidence_kept();
-        DROP FUNCTION bitemporal_internal.citus_workers_lowest_announcement();
         DROP FUNCTION bitemporal_internal.citus_erasures_readable();
         DROP FUNCTION bitemporal.transaction_time();
         """
