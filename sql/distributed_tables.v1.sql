@@ -14,8 +14,9 @@
 --     answers that question for both kinds of table (arguments, or the
 --     registry), and the rules themselves (bitemporal_internal.key_knowledge_event,
 --     bitemporal_internal.erasing_row) take it as parameters: the registry's
---     functions table_knowledge_event and table_erasing now call them, so one
---     rule serves both.
+--     function table_knowledge_event now calls the first, table_guard both (and
+--     table_erasing, which nothing calls any more, is dropped), so one rule
+--     serves both.
 --   * Citus needs the distribution column in every unique constraint: the
 --     primary key becomes (first key column, version_id). version_id stays an
 --     identity, unique by its sequence.
@@ -251,20 +252,9 @@ $$;
 COMMENT ON FUNCTION bitemporal_internal.erasing_row(text, text[], anyelement, anyelement) IS
     'Whether an update of a version of an application table (its qualified name and value columns) is its erasure, allowed: only value columns change, each to NULL, and an erasures row of the current transaction lists the version for the table.';
 
-CREATE OR REPLACE FUNCTION bitemporal_internal.table_erasing(relation regclass, old_row anyelement, new_row anyelement)
-RETURNS boolean
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    t record := bitemporal_internal.table_identity(relation, '{}');
-BEGIN
-    -- Version 2: the rule is bitemporal_internal.erasing_row's.
-    RETURN bitemporal_internal.erasing_row(t.table_name, t.value_columns, old_row, new_row);
-END;
-$$;
-COMMENT ON FUNCTION bitemporal_internal.table_erasing(regclass, anyelement, anyelement) IS
-    'bitemporal_internal.erasing_row for a registered application table.';
+-- table_guard (version 4, below) asks erasing_row itself: nothing calls
+-- table_erasing any more.
+DROP FUNCTION bitemporal_internal.table_erasing(regclass, anyelement, anyelement);
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.table_guard()
 RETURNS trigger

@@ -10,8 +10,8 @@ key column, its key table co-located with it. The triggers of application
 tables take the table they guard from their arguments when they have them (a
 distributed table's run on a shard, on a worker, where the registry is not):
 ``table_guard`` (version 4), the new ``table_stamp_insert``, and the rules they
-share, ``key_knowledge_event`` and ``erasing_row``, which the registry's
-``table_knowledge_event`` and ``table_erasing`` now call. ``table_cut`` ends a
+share, ``key_knowledge_event`` and ``erasing_row`` (``table_knowledge_event`` calls the
+first; ``table_erasing``, called no more, is dropped). ``table_cut`` ends a
 version, and ``table_erase`` clears versions, by key and id (one shard);
 ``citus_adapt_function`` gives the application tables' writes Citus's
 transaction time; ``refresh_table`` keeps a distributed table's ``as_of`` in the

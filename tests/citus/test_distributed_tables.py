@@ -27,7 +27,7 @@ import bitemporal.alembic_ops  # noqa: F401  (registers the operations)
 from bitemporal import DistributionError, Store
 from bitemporal.database import sqlalchemy_url
 from bitemporal.errors import KnowledgeTimeError, UnknownTableError
-from tests.helpers import CITUS, Connect
+from tests.helpers import CITUS
 
 pytestmark = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator (the Citus lane)")
 
@@ -60,7 +60,7 @@ def url(migrated_database_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def conn(url: str, connect: Connect) -> Iterator[psycopg.Connection[Any]]:
+def conn(url: str) -> Iterator[psycopg.Connection[Any]]:
     with psycopg.connect(url, autocommit=True) as conn:
         yield conn
 

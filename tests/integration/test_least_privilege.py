@@ -113,6 +113,10 @@ def test_the_api_works_for_the_application_and_reader_roles(roles: dict[str, str
         store.memory("session").register("item")
     with bitemporal.connect(roles["reader"]) as store:
         assert [v.value for v in store.facts.history(key)] == [50]
+        # The store's transaction time (bitemporal.transaction_time(), on Citus the
+        # distributed transaction's stamp) for a role without rights on the internals.
+        with store.transaction():
+            assert store.now() == store.now()
         with pytest.raises(PermissionDeniedError):
             store.facts.record(key, 80, source="policy")
 
