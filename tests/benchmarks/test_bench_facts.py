@@ -106,9 +106,9 @@ def test_series_json_holds_every_size_and_ratios_from_the_measured_numbers(
     result, _, _ = series
     assert result["machine"]["cpus"] >= 1 and result["machine"]["server_version"]
     sizes = result["sizes"]
-    # 200 and 2,000 versions at 9 per key: 22 and 222 keys (the larger one plus the timeline key).
+    # 200 and 2,000 versions at 9 per key: 22 and 222 keys, each size plus the timeline key.
     assert [s["keys"] for s in sizes] == [22, 222]
-    assert sizes[0]["versions"] == 22 * 9 and sizes[1]["versions"] == 222 * 9 + 199
+    assert sizes[0]["versions"] == 22 * 9 + 199 and sizes[1]["versions"] == 222 * 9 + 199
     for size in sizes:
         timings, summary = size["timings_ms"], size["summary"]
         assert set(bench.OPERATIONS) <= set(summary) and all(
@@ -134,26 +134,49 @@ def test_series_json_holds_every_size_and_ratios_from_the_measured_numbers(
             writes["record, one change (Python, end to end)"]["baseline"]
             == "primary key UPDATE (Python, end to end)"
         )
-    # The audit and the timeline are measured at the largest size only.
-    assert "audit" not in sizes[0] and "timeline" not in sizes[0]
-    audit, timeline = sizes[1]["audit"], sizes[1]["timeline"]
-    assert audit["keys"] == 15 and audit["rows"] == 15  # one answer per key
-    assert (
-        audit["summary"]["as_of per key, past knowledge (server)"]["baseline"]
-        == "primary key, same number of rows (server)"
-    )
-    assert timeline["rows"] == 199  # 100 changes: 2n - 1 versions
-    assert timeline["summary"]["history (server)"]["vs_baseline"] == pytest.approx(
-        statistics.median(timeline["timings_ms"]["history (server)"])
-        / statistics.median(
-            timeline["timings_ms"]["primary key range scan, same number of rows (server)"]
+    # The audit and the timeline are measured at every size.
+    for size in sizes:
+        audit, timeline = size["audit"], size["timeline"]
+        assert audit["keys"] == 15 and audit["rows"] == 15  # one answer per key
+        assert (
+            audit["summary"]["as_of per key, past knowledge (server)"]["baseline"]
+            == "primary key, same number of rows (server)"
         )
-    )
+        assert timeline["rows"] == 199  # 100 changes: 2n - 1 versions
+        assert timeline["summary"]["history (server)"]["vs_baseline"] == pytest.approx(
+            statistics.median(timeline["timings_ms"]["history (server)"])
+            / statistics.median(
+                timeline["timings_ms"]["primary key range scan, same number of rows (server)"]
+            )
+        )
+
+
+def test_every_goal_of_issue_15_is_judged_at_every_size(
+    series: tuple[dict[str, Any], str, Path],
+) -> None:
+    result, out, _ = series
+    goals = result["goals"]
+    names = [g.name for g in bench.GOALS] + [
+        "flatness: as_of, current knowledge / the smallest size",
+        "fill (bench), seconds",
+    ]
+    assert [(g["goal"], g["versions"]) for g in goals] == [
+        (name, size["versions"]) for size in result["sizes"] for name in names
+    ]
+    by = {(g["goal"], g["versions"]): g for g in goals}
+    for size in result["sizes"]:
+        audit = by["retrospective audit (server) / same rows by primary key", size["versions"]]
+        ratio = size["audit"]["summary"]["as_of per key, past knowledge (server)"]["vs_baseline"]
+        assert audit["figure"] == ratio and audit["met"] == (ratio <= 5.0)
+        # The fill is judged at 10M versions only.
+        assert by["fill (bench), seconds", size["versions"]]["met"] is None
+    row = next(line for line in out.splitlines() if line.startswith("resolve (server) / primary"))
+    assert row.count("met") == len(result["sizes"]) and "<= 2.5x" in row
 
 
 def test_series_report_and_plot(series: tuple[dict[str, Any], str, Path]) -> None:
     result, out, png = series
-    assert "== Lookup time against versions" in out and "Goals at 2,197 versions (from 198):" in out
+    assert "== Lookup time against versions" in out and "== Goals, at every size" in out
     flat = result["sizes"][1]["summary"]["as_of, current knowledge (server)"]["vs_smallest"]
     assert re.search(rf"^as_of, current knowledge \(server\) .* {flat:.2f}x$", out, re.MULTILINE)
     assert "== Retrospective audit" in out and "== Timeline of one key with 199 versions" in out
@@ -254,6 +277,7 @@ def test_ingestion_benchmark_runs(
     )
     out = capsys.readouterr().out
     assert code == 0 and "record_many, batches of 100" in out and "Goals for record_many:" in out
+    assert "history: " in out and "goal 25,000" in out and "goal 50,000" in out
     results = json.loads(out_json.read_text(encoding="utf-8"))["results"]
     by = {(r["workload"], r["method"]): r for r in results}
     assert by["new keys", "record_many"]["versions"] == 300
