@@ -8,6 +8,10 @@ So every query of the library runs on a :func:`cursor` that reads
 ``json``/``jsonb`` with :func:`bitemporal.jsonvalues.loads`. The loaders live
 on that cursor only: the caller's connection, and its other queries, are left
 as they were.
+
+A cursor asked for ``binary`` results reads the same values from PostgreSQL's
+binary format, where an instant is a count of microseconds since 2000 UTC: no
+text to parse and no session TimeZone to undo (see :func:`cursor`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from psycopg.abc import AdaptContext
 from psycopg.adapt import AdaptersMap, Buffer, Loader
 from psycopg.postgres import types as builtins
 from psycopg.rows import RowFactory, tuple_row
-from psycopg.types.datetime import TimestamptzLoader
+from psycopg.types.datetime import TimestamptzBinaryLoader, TimestamptzLoader
 
 from .errors import InvalidTimeError
 from .jsonvalues import loads
@@ -98,33 +102,99 @@ class JsonLoader(Loader):
         return loads(bytes(data))
 
 
-def register(adapters: AdaptersMap) -> None:
-    """Make ``adapters`` read as the library does (see the module docstring)."""
-    adapters.register_loader(builtins["timestamptz"].oid, UtcTimestamptzLoader)
-    adapters.register_loader(builtins["json"].oid, JsonLoader)
-    adapters.register_loader(builtins["jsonb"].oid, JsonLoader)
+class JsonBinaryLoader(JsonLoader):
+    """``json`` in binary format: the same text."""
+
+    format = pq.Format.BINARY
+
+
+class JsonbBinaryLoader(Loader):
+    """``jsonb`` in binary format (a version byte, 1, then the text) as exact Python values."""
+
+    format = pq.Format.BINARY
+
+    def load(self, data: Buffer) -> Any:
+        if data[:1] != b"\x01":
+            raise psycopg.DataError(f"unknown jsonb binary format: {bytes(data[:1])!r}")
+        return loads(bytes(data[1:]))
+
+
+#: psycopg's loader of binary ``timestamptz`` (its C one where installed).
+_BINARY_TIMESTAMPTZ: type[abc.Loader] = (
+    postgres.adapters.get_loader(builtins["timestamptz"].oid, pq.Format.BINARY)
+    or TimestamptzBinaryLoader
+)
+
+
+class UtcTimestamptzBinaryLoader(Loader):
+    """Binary ``timestamptz`` as a UTC ``datetime``: psycopg's own loader, made without a
+    connection, whose time zone it would otherwise read (psycopg then converts to UTC).
+
+    Not a wrapper: the loader psycopg calls per value is psycopg's own (in C where
+    installed, which cannot be subclassed), so a result of thousands of instants costs no
+    Python call per instant (issue 15). It reads no ``'infinity'`` (psycopg raises
+    ``DataError``): only for statements whose instants are finite (the stored periods'
+    bounds, transaction times, question times).
+    """
+
+    format = pq.Format.BINARY
+
+    def __new__(cls, oid: int, context: AdaptContext | None = None) -> Any:
+        return _BINARY_TIMESTAMPTZ(oid, None)
+
+
+_LOADERS = {
+    pq.Format.TEXT: (
+        (builtins["timestamptz"].oid, UtcTimestamptzLoader),
+        (builtins["json"].oid, JsonLoader),
+        (builtins["jsonb"].oid, JsonLoader),
+    ),
+    pq.Format.BINARY: (
+        (builtins["timestamptz"].oid, UtcTimestamptzBinaryLoader),
+        (builtins["json"].oid, JsonBinaryLoader),
+        (builtins["jsonb"].oid, JsonbBinaryLoader),
+    ),
+}
+
+
+def register(adapters: AdaptersMap, *, binary: bool = False) -> None:
+    """Make ``adapters`` read as the library does (see the module docstring), results in
+    text format, or in binary format if ``binary``."""
+    for oid, loader in _LOADERS[pq.Format.BINARY if binary else pq.Format.TEXT]:
+        adapters.register_loader(oid, loader)
 
 
 @overload
-def cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[tuple[Any, ...]]: ...
+def cursor(
+    conn: psycopg.Connection[Any], *, binary: bool = False
+) -> psycopg.Cursor[tuple[Any, ...]]: ...
 @overload
-def cursor(conn: psycopg.Connection[Any], row_factory: RowFactory[Row]) -> psycopg.Cursor[Row]: ...
+def cursor(
+    conn: psycopg.Connection[Any], row_factory: RowFactory[Row], *, binary: bool = False
+) -> psycopg.Cursor[Row]: ...
 
 
 def cursor(
-    conn: psycopg.Connection[Any], row_factory: RowFactory[Any] | None = None
+    conn: psycopg.Connection[Any],
+    row_factory: RowFactory[Any] | None = None,
+    *,
+    binary: bool = False,
 ) -> psycopg.Cursor[Any]:
     """A cursor on ``conn`` (tuple rows unless told) that reads as the library does;
-    close it (``with``) when done."""
-    cur = conn.cursor(row_factory=row_factory or tuple_row)
-    register(cur.adapters)
+    close it (``with``) when done. ``binary``: results in binary format, for statements
+    whose instants are all finite (:class:`UtcTimestamptzBinaryLoader`)."""
+    cur = conn.cursor(row_factory=row_factory or tuple_row, binary=binary)
+    register(cur.adapters, binary=binary)
     return cur
 
 
 def async_cursor(
-    conn: psycopg.AsyncConnection[Any], row_factory: RowFactory[Any] | None = None
+    conn: psycopg.AsyncConnection[Any],
+    row_factory: RowFactory[Any] | None = None,
+    *,
+    binary: bool = False,
 ) -> psycopg.AsyncCursor[Any]:
     """:func:`cursor` for an async connection."""
-    cur = conn.cursor(row_factory=row_factory or tuple_row)
-    register(cur.adapters)
+    cur = conn.cursor(row_factory=row_factory or tuple_row, binary=binary)
+    register(cur.adapters, binary=binary)
     return cur

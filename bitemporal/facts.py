@@ -16,6 +16,7 @@ from typing import Any
 
 from . import answers, changes, record_many
 from .answers import Explanation
+from .builders import builder
 from .changes import Change
 from .errors import InvalidInputError, check_optional_text
 from .jsonvalues import JSON
@@ -68,12 +69,14 @@ _VERSION_COLUMNS = (
     "recorded_by, carried_from"
 )
 
-# A version's columns with each period as its two bounds (NULL: open), read by
-# psycopg's timestamptz loader, so that building a Version costs a handful of Python
-# calls and no range parsing (issue 15: a history of thousands of versions within 2x of
-# fetching as many rows by primary key). The check constraints of
-# bitemporal.fact_version guarantee [start, end) bounds with finite ends, which
-# Period.from_range would otherwise check row by row.
+# A version's columns with each period as its two bounds (NULL: open), so that
+# building a Version costs a handful of Python calls and no range parsing (issue 15: a
+# history of thousands of versions within 2x of fetching as many rows by primary key).
+# The check constraints of bitemporal.fact_version guarantee [start, end) bounds with
+# finite ends, which Period would otherwise check row by row. The statements below read
+# them in binary format (adapters.cursor): every instant they return is finite, a bound
+# within [0001-01-02, 9999-12-30) (check_instant), a transaction time, or a question
+# time resolve accepted.
 _VERSION_BOUNDS = (
     "{0}.version_id, {0}.source, {0}.value, "
     "pg_catalog.lower({0}.valid_period), pg_catalog.upper({0}.valid_period), "
@@ -98,19 +101,23 @@ _RESOLVE = (
 )
 
 
+# Versions and periods from rows the database checked: without a frozen dataclass's
+# object.__setattr__ per field, which was most of the Python time of a long history.
+_new_version = builder(Version)
+_new_period = builder(Period)
+
+
 def _version(key: Key, row: tuple[Any, ...]) -> Version:
     """A version of ``key`` from _VERSION_BOUNDS's columns, then (history) recorded_at,
     closed_at, erased_at and erasure_id."""
-    return Version(
+    return _new_version(
         row[0],
         key,
         row[1],
         row[2],
-        Period(row[3], open_end(row[4])),
-        Period(row[5], open_end(row[6])),
-        row[7],
-        row[8],
-        *row[9:13],
+        _new_period(row[3], open_end(row[4])),
+        _new_period(row[5], open_end(row[6])),
+        *row[7:13],
     )
 
 
@@ -232,7 +239,9 @@ class FactOperations:
             to_optional_instant(known_at, name="known_at"),
         )
         rows = yield Statement(
-            f"SELECT {_VERSION_BOUNDS('v')} FROM bitemporal.as_of(%s, %s, %s, %s) v", args
+            f"SELECT {_VERSION_BOUNDS('v')} FROM bitemporal.as_of(%s, %s, %s, %s) v",
+            args,
+            binary=True,
         )
         return [_version(key, row) for row in rows]
 
@@ -258,7 +267,7 @@ class FactOperations:
             to_optional_instant(now, name="now"),
         )
         # One statement, so the answer and its versions share one snapshot.
-        rows = yield Statement(_RESOLVE, (*args, key.entity, key.attribute))
+        rows = yield Statement(_RESOLVE, (*args, key.entity, key.attribute), binary=True)
         status, value, values, asked_valid, asked_known, interpretation, present = rows[0][:7]
         return Answer(
             key=key,
@@ -278,7 +287,7 @@ class FactOperations:
         each was really written and closed and, for an erased one, when and by which
         erasure. Any role that may read (the function gives what the reader role may not
         read from the table)."""
-        rows = yield Statement(_HISTORY, (key.entity, key.attribute))
+        rows = yield Statement(_HISTORY, (key.entity, key.attribute), binary=True)
         return [_version(key, row) for row in rows]
 
     @writes

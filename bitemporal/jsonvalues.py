@@ -64,6 +64,10 @@ def _fraction(text: str) -> float | Decimal:
 
 _DECODER = json.JSONDecoder(parse_float=_fraction)
 _EXACT_DECODER = json.JSONDecoder(parse_int=_integer, parse_float=_fraction)
+#: One JSON value from a position of a text: (value, the position after it), StopIteration
+#: when no value starts there.
+# (An attribute JSONDecoder sets in __init__, which typeshed does not declare.)
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def loads(text: str | bytes) -> JSON:
@@ -71,6 +75,17 @@ def loads(text: str | bytes) -> JSON:
     for well-formed JSON."""
     if isinstance(text, bytes):
         text = text.decode()
+    try:
+        # The decoder's scanner (C) at once: decode() would first look for whitespace around
+        # the value in Python, and the text PostgreSQL prints for jsonb has none (issue 15:
+        # thousands of values per history). Anything else takes the way below.
+        value, end = _SCAN(text, 0)
+        if end == len(text):
+            return value
+    except (StopIteration, ValueError):
+        pass
+    except RecursionError:
+        return _loads_deep(text)
     try:
         # Integers through int() in C (one decoder, built once): only an integer past
         # the digit limit fails there, and is read again as _integer reads it.

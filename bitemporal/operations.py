@@ -42,11 +42,14 @@ class Access(Enum):
 @dataclass(frozen=True, slots=True)
 class Statement:
     """One statement; the runner sends back its rows (a list, empty if it returns none),
-    as tuples, or as dicts when ``dicts``."""
+    as tuples, or as dicts when ``dicts``. ``binary``: results in PostgreSQL's binary
+    format, read without parsing text (:func:`bitemporal.adapters.cursor`), for
+    statements whose instants are all finite."""
 
     sql: Any  # str or a psycopg.sql.Composable
     params: Any = None
     dicts: bool = False
+    binary: bool = False
 
 
 @dataclass(frozen=True, slots=True)

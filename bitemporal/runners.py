@@ -37,6 +37,7 @@ import psycopg_pool
 import sqlalchemy
 import sqlalchemy.ext.asyncio
 import sqlalchemy.orm
+from psycopg import pq
 from psycopg.pq import TransactionStatus
 from psycopg.rows import RowFactory, dict_row, tuple_row
 
@@ -153,26 +154,37 @@ def _async_leaser(
     )
 
 
+def _binary(step: Step) -> bool:
+    return isinstance(step, Statement) and step.binary
+
+
+def _returns_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
+    """Whether the statement returned a result set (maybe empty). ``cur.description`` says
+    so too, but first builds a ``Column`` per column, which a short read pays for."""
+    result = cur.pgresult
+    return result is not None and result.status == pq.ExecStatus.TUPLES_OK
+
+
 def _execute(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
-    with cursor(conn, _rows(step)) as cur:
+    with cursor(conn, _rows(step), binary=_binary(step)) as cur:
         if isinstance(step, Copy):
             with cur.copy(step.sql) as copy:
                 for row in step.rows:
                     copy.write_row(row)
             return []
         cur.execute(step.sql, step.params)
-        return cur.fetchall() if cur.description is not None else []
+        return cur.fetchall() if _returns_rows(cur) else []
 
 
 async def _execute_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[Any]:
-    async with async_cursor(conn, _rows(step)) as cur:
+    async with async_cursor(conn, _rows(step), binary=_binary(step)) as cur:
         if isinstance(step, Copy):
             async with cur.copy(step.sql) as copy:
                 for row in step.rows:
                     await copy.write_row(row)
             return []
         await cur.execute(step.sql, step.params)
-        return await cur.fetchall() if cur.description is not None else []
+        return await cur.fetchall() if _returns_rows(cur) else []
 
 
 class Runner:

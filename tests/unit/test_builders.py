@@ -1,0 +1,64 @@
+"""bitemporal.builders: a value built from a checked row is the value its class's own
+constructor gives, in every way a caller can tell (type, equality, hash, repr, pickling,
+immutability), while skipping ``__post_init__``."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from datetime import UTC, datetime
+
+import pytest
+
+from bitemporal import Key, Period, Version
+from bitemporal.builders import builder
+from bitemporal.errors import InvalidPeriodError
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+END = datetime(2026, 2, 1, tzinfo=UTC)
+
+
+def test_a_built_version_is_the_constructed_one() -> None:
+    new_version, new_period = builder(Version), builder(Period)
+    built = new_version(7, Key("e", "a"), "s", 1, new_period(START, END), new_period(START, None))
+    made = Version(7, Key("e", "a"), "s", 1, Period(START, END), Period(START, None))
+    assert type(built) is Version and type(built.valid_period) is Period
+    assert built == made and made == built
+    assert hash(built) == hash(made) and repr(built) == repr(made)
+    assert pickle.loads(pickle.dumps(built)) == made and copy.deepcopy(built) == made
+    # The defaults of the fields not given, then every field given.
+    assert built.recorded_at is None and built.erasure_id is None
+    fields = (7, Key("e", "a"), "s", None, Period(START, END), Period(START, END), "me", 3)
+    times = (START, END, END, 9)
+    assert new_version(*fields, *times) == Version(*fields, *times)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.source = "t"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.valid_period.end = None  # type: ignore[misc]
+
+
+def test_post_init_does_not_run() -> None:
+    # For rows the database checked: Period's own check is skipped, not repeated.
+    assert builder(Period)(END, START).start == END
+    with pytest.raises(InvalidPeriodError):
+        Period(END, START)
+
+
+def test_only_for_slotted_dataclasses_built_from_their_arguments() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Derived:
+        a: int
+        b: int = dataclasses.field(init=False, default=0)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Factory:
+        a: list[int] = dataclasses.field(default_factory=list)
+
+    for cls in (NoSlots, Derived, Factory):
+        with pytest.raises(TypeError):
+            builder(cls)
