@@ -137,12 +137,12 @@ def test_application_table_agrees_with_the_model(
     windows = [(None, None), *((None, t) for t in times), *((t, None) for t in times)]
     ids = {v.version_id for v in versions}
     for known_from, known_to in windows:
-        got = [
+        changes = [
             (c.change.value, c.changed_at, c.version_id, c.by_version_ids)
             for c in store.app_tables.changes(claim_table, known_from, known_to)
             if c.version_id in ids
         ]
-        assert got == expected_changes(versions, known_from, known_to), (known_from, known_to)
+        assert changes == expected_changes(versions, known_from, known_to), (known_from, known_to)
 
 
 def expected_changes(
