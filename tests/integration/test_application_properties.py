@@ -124,12 +124,66 @@ def test_application_table_agrees_with_the_model(
             want = Counter(v.fingerprint() for v in model.as_of(valid_at, known_at))
             assert got == want, f"{writes} at {times}: valid_at={valid_at}, known_at={known_at}"
 
-    history = Counter(
-        fingerprint(v)
+    versions = [
+        v
         for source in {op.source for op in writes if op.kind == "record"}
         for v in store.app_tables.history(claim_table, {"item": item, "source": source})
+    ]
+    assert Counter(fingerprint(v) for v in versions) == Counter(
+        v.fingerprint() for v in model.history()
     )
-    assert history == Counter(v.fingerprint() for v in model.history())
+    # The knowledge-window changes, in the whole history and in windows ending and
+    # starting at each knowledge time, against the rule stated over those versions.
+    windows = [(None, None), *((None, t) for t in times), *((t, None) for t in times)]
+    ids = {v.version_id for v in versions}
+    for known_from, known_to in windows:
+        changes = [
+            (c.change.value, c.changed_at, c.version_id, c.by_version_ids)
+            for c in store.app_tables.changes(claim_table, known_from, known_to)
+            if c.version_id in ids
+        ]
+        assert changes == expected_changes(versions, known_from, known_to), (known_from, known_to)
+
+
+def expected_changes(
+    versions: list[TableVersion], known_from: datetime | None, known_to: datetime | None
+) -> list[tuple[str, datetime, int, tuple[int, ...]]]:
+    """What bitemporal.table_changes answers, by its rule: a version not re-recorded from
+    another is learned when its knowledge starts; a closed version is superseded by the
+    versions of its key learned when it was closed whose valid periods overlap it, else
+    retracted."""
+
+    def within(t: datetime) -> bool:
+        return (known_from is None or t >= known_from) and (known_to is None or t < known_to)
+
+    def key(v: TableVersion) -> tuple[Any, ...]:
+        return (v.row["item"], v.row["source"])
+
+    def overlap(a: TableVersion, b: TableVersion) -> bool:
+        return Period(a.valid_period.start, a.valid_period.end).overlaps(
+            Period(b.valid_period.start, b.valid_period.end)
+        )
+
+    out: list[tuple[str, datetime, int, tuple[int, ...]]] = []
+    for v in versions:
+        start = v.known_period.start
+        assert start is not None  # knowledge always starts
+        if v.carried_from is None and within(start):
+            out.append(("learned", start, v.version_id, ()))
+        end = v.known_period.end
+        if end is not None and within(end):
+            by = tuple(
+                sorted(
+                    w.version_id
+                    for w in versions
+                    if key(w) == key(v)
+                    and w.carried_from is None
+                    and w.known_period.start == end
+                    and overlap(w, v)
+                )
+            )
+            out.append(("superseded" if by else "retracted", end, v.version_id, by))
+    return sorted(out, key=lambda c: (c[1], c[2], c[0]))
 
 
 @pytest.fixture(scope="module")
