@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import citus, decay, facts, importing, load, tpcbih
+from . import citus, decay, facts, importing, load, storage, tpcbih
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
@@ -16,6 +16,7 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "import": importing.main,
     "tpcbih": tpcbih.main,
     "citus": citus.main,
+    "storage": storage.main,
 }
 
 
