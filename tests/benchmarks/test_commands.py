@@ -30,7 +30,7 @@ def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("suite", ["facts", "decay", "load", "import", "tpcbih"])
+@pytest.mark.parametrize("suite", ["facts", "decay", "load", "import", "tpcbih", "storage"])
 def test_each_suite_is_one_command(suite: str) -> None:
     result = benchmarks(suite, "--help")
     assert result.returncode == 0, result.stderr
