@@ -149,8 +149,10 @@ def test_answers_at_settled_times_never_change_under_concurrent_writers(
     try:
         with psycopg.connect(url, user=reader_role, autocommit=True) as conn:
             reader = Store(conn)
+            # Four seconds and at least 30 captures: a loaded machine (or Citus, where each
+            # question is a round trip to a worker) captures fewer in the same time.
             deadline = time.monotonic() + 4
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline or len(captured) < 30:
                 settled = reader.facts.settled_knowledge_time()
                 captured.append((settled, answers(reader, keys, settled)))
                 time.sleep(0.01)
@@ -163,6 +165,6 @@ def test_answers_at_settled_times_never_change_under_concurrent_writers(
         reader = Store(conn)
         changed = [s for s, before in captured if answers(reader, keys, s) != before]
         versions = conn.execute("SELECT count(*) FROM bitemporal.fact_version").fetchone()[0]  # type: ignore[index]
-    assert len(captured) > 20 and versions > 20
+    assert versions > 20
     assert [s for s, _ in captured] == sorted(s for s, _ in captured)
     assert changed == [], f"{len(changed)} of {len(captured)} settled answers changed"
