@@ -438,32 +438,49 @@ def test_an_interrupted_import_is_one_line_and_writes_nothing(
     fifo = tmp_path / "facts.jsonl"
     os.mkfifo(fifo)
     entity = f"hostile:{uuid.uuid4().hex}"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bitemporal", "--url", database_url, "import", str(fifo), "--quiet"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # The import starts with SIGINT's default action, as from a terminal. Under a background
+    # job of a non-interactive shell this process ignores SIGINT, a child would inherit that,
+    # and Python keeps ignoring it; a handler here is reset to the default in the child.
+    # PYTHONFAULTHANDLER: should the import ever outlive the SIGINT, a SIGABRT then prints
+    # where each of its threads is, for the failure message.
+    command = [sys.executable, "-m", "bitemporal", "--url", database_url, "import", str(fifo)]
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        # Opening the pipe for writing succeeds once the import has opened it for reading.
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-                break
-            except OSError as exc:
-                if exc.errno != errno.ENXIO or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        os.write(writer, _jsonl(entity=entity).encode())  # a row, then silence
-        time.sleep(0.5)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
-        os.close(writer)
+        process = subprocess.Popen(
+            [*command, "--quiet"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        )
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        signal.signal(signal.SIGINT, previous)
+    with process:
+        writer = None
+        try:
+            # Opening the pipe for writing succeeds once the import has opened it for reading.
+            deadline = time.monotonic() + 60
+            while writer is None:
+                try:
+                    writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError as exc:
+                    if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            os.write(writer, _jsonl(entity=entity).encode())  # a row, then silence
+            time.sleep(0.5)
+            process.send_signal(signal.SIGINT)
+            try:
+                out, err = process.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGABRT)
+                out, err = process.communicate()
+                pytest.fail(f"the import still ran 60 s after SIGINT; its stderr:\n{err}")
+        finally:
+            if writer is not None:
+                os.close(writer)
+            if process.poll() is None:
+                process.kill()
     assert process.returncode == 130, err
     assert err == "bitemporal: error: interrupted\n" and out == ""
     with psycopg.connect(database_url) as conn:
