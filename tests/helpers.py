@@ -138,7 +138,7 @@ CATALOG = {
     "triggers": """
         SELECT tgname, pg_get_triggerdef(t.oid)
           FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-         WHERE c.relnamespace = 'bitemporal'::regnamespace AND NOT t.tgisinternal ORDER BY 1""",
+         WHERE c.relnamespace = 'bitemporal'::regnamespace AND NOT t.tgisinternal ORDER BY 1, 2""",
     "types": """
         SELECT t.typname, t.typtype, obj_description(t.oid, 'pg_type'),
                (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder)
