@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,11 +158,19 @@ def _create_database(server_url: str, template: str | None = None) -> str:
 
 def _drop_database(server_url: str, name: str) -> None:
     nodes = [server_url, *(_citus_workers(server_url) if CITUS else [])]
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
     for node in nodes:
         with psycopg.connect(node, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+            # FORCE waits five seconds for the sessions it ends; on a loaded machine one
+            # (on Citus, its maintenance daemon's) may take longer: ask again.
+            for attempt in range(5):
+                try:
+                    conn.execute(drop)
+                    break
+                except psycopg.errors.ObjectInUse:
+                    if attempt == 4:
+                        raise
+                    time.sleep(1)
 
 
 @pytest.fixture(scope="session")
