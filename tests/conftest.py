@@ -173,11 +173,15 @@ def _drop_database(server_url: str, name: str) -> None:
                     time.sleep(1)
 
 
+def _partitions() -> int | None:
+    value = os.environ.get("BITEMPORAL_TEST_PARTITIONS")
+    return int(value) if value else None
+
+
 @pytest.fixture(scope="session")
 def partitions() -> int | None:
     """Partitions of the version table in the databases the tests migrate (None: default layout)."""
-    value = os.environ.get("BITEMPORAL_TEST_PARTITIONS")
-    return int(value) if value else None
+    return _partitions()
 
 
 class Databases:
@@ -309,6 +313,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
             assert reason, f"{item.nodeid}: not_on_citus needs a reason"
             item.add_marker(pytest.mark.skip(reason=f"not on Citus: {reason}"))
+        # A partitioned run would repeat the default run's test exactly.
+        if _partitions() and (marker := item.get_closest_marker("default_layout_only")):
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            assert reason, f"{item.nodeid}: default_layout_only needs a reason"
+            item.add_marker(pytest.mark.skip(reason=f"default layout only: {reason}"))
         if item.get_closest_marker("vector"):
             item.fixturenames.append("_server_requirements")  # type: ignore[attr-defined]
 

@@ -30,7 +30,6 @@ minutes, and a plan depends on the index, not on the constraint.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -47,12 +46,9 @@ pytestmark = [
         "single-node plans; on Citus a key's question is a router plan on one worker, which "
         "tests/citus/test_routing.py checks"
     ),
-    # The module's database is on the default layout whatever the lane (its fill drops and
-    # rebuilds that layout's indexes), so the partitioned lane would repeat the default
-    # lane's four minutes of fill and the same plans.
-    pytest.mark.skipif(
-        bool(os.environ.get("BITEMPORAL_TEST_PARTITIONS")),
-        reason="the default layout's plans at scale: the default-layout lane checks them",
+    pytest.mark.default_layout_only(
+        "its database is on the default layout (its fill drops and rebuilds that layout's "
+        "indexes): four minutes of fill for the same plans"
     ),
 ]
 

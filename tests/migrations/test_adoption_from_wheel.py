@@ -25,10 +25,14 @@ from bitemporal.database import sqlalchemy_url
 from tests.migrations.conftest import ROOT, WheelEnvironment
 from tests.migrations.test_alembic_autogenerate import ENV
 
-pytestmark = pytest.mark.not_on_citus(
-    "adopting the built wheel in a scratch application is the same on every server; it runs "
-    "on the plain lanes (its Alembic autogenerate also sees the citus extension's objects)"
-)
+pytestmark = [
+    pytest.mark.not_on_citus(
+        "adopting the built wheel in a scratch application is the same on every server; it "
+        "runs on the plain lanes (its Alembic autogenerate also sees the citus extension's "
+        "objects)"
+    ),
+    pytest.mark.default_layout_only("a scratch application migrates an empty database"),
+]
 
 MODELS = """
 import uuid

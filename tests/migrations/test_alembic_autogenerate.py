@@ -24,6 +24,10 @@ from bitemporal import MigrationError, TableDefinitionError
 from bitemporal.alembic_ops import DROP_HISTORY
 from bitemporal.database import sqlalchemy_url
 
+pytestmark = pytest.mark.default_layout_only(
+    "each application migrates an empty database with the default options"
+)
+
 ENV = """
 import importlib.util
 from pathlib import Path

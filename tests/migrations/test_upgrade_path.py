@@ -11,11 +11,14 @@ import pytest
 from bitemporal import BitemporalError, Key, Store, migrations
 from tests.helpers import catalog
 
-pytestmark = pytest.mark.not_on_citus(
-    "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
-    "on Citus every test database is migrated with citus=True, and a distributed store "
-    "is not downgraded (docs/citus.md)"
-)
+pytestmark = [
+    pytest.mark.not_on_citus(
+        "migration paths (step by step, downgrades, offline scripts, layouts) are single-node: "
+        "on Citus every test database is migrated with citus=True, and a distributed store "
+        "is not downgraded (docs/citus.md)"
+    ),
+    pytest.mark.default_layout_only("it steps through the revisions on the default layout"),
+]
 
 KEY = Key("mailer:prod", "attachment_limit_mb")
 

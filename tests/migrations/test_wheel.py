@@ -6,8 +6,12 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from bitemporal import migrations
 from tests.migrations.conftest import WheelEnvironment
+
+pytestmark = pytest.mark.default_layout_only("the wheel migrates an empty database")
 
 ROOT = Path(__file__).resolve().parents[2]
 
