@@ -31,7 +31,7 @@ from typing import Any
 from .formatting import human_time, human_value, iso_time, parse_time
 from .jsonvalues import JSON, dumps
 from .model import Interpretation, Key, Status
-from .operations import Statement, Steps, one
+from .operations import Statement, Steps, one, whole
 from .periods import Instant, to_optional_instant
 from .reply_check import CheckReport, Claims, check_reply
 
@@ -296,8 +296,32 @@ def fetch(
         to_optional_instant(known_at, name="known_at"),
         to_optional_instant(now, name="now"),
     )
-    row = one((yield Statement("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args)))
-    return Explanation.from_dict(row[0])
+    rows = yield from whole(
+        Statement("SELECT bitemporal.explain(%s, %s, %s, %s, %s)", args),
+        lambda rows: _agrees(one(rows)[0]),
+        f"the versions of {key}",
+    )
+    return Explanation.from_dict(one(rows)[0])
+
+
+def _agrees(d: dict[str, Any]) -> bool:
+    """Whether the answer, its versions and its alternatives in ``bitemporal.explain``'s
+    object were read from one state of the key (they are three queries:
+    :func:`bitemporal.operations.whole`): the alternatives hold the versions that are
+    not erased, and the status is the one they give."""
+    versions, alternatives = d["versions"], d["alternatives"]
+    status = (
+        Status.MISSING
+        if not versions
+        else Status.ERASED
+        if not alternatives
+        else Status.SUPPORTED
+        if len(alternatives) == 1
+        else Status.CONFLICT
+    )
+    held = [v["version_id"] for v in versions if v["value"] is not None]
+    grouped = sorted(i for a in alternatives for i in a["version_ids"])
+    return d["status"] == status and grouped == held
 
 
 # One sentence.

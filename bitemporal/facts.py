@@ -18,7 +18,7 @@ from . import answers, changes, record_many
 from .answers import Explanation
 from .builders import builder
 from .changes import Change
-from .errors import InvalidInputError, SerializationError, check_optional_text
+from .errors import InvalidInputError, check_optional_text
 from .jsonvalues import JSON
 from .model import (
     Answer,
@@ -40,6 +40,7 @@ from .operations import (
     one,
     reads,
     transaction,
+    whole,
     writes,
 )
 from .periods import Instant, Period, open_end, period_bounds, to_optional_instant
@@ -98,14 +99,6 @@ _RESOLVE = (
     "LEFT JOIN bitemporal.as_of(%s, %s, a.valid_at, a.known_at) v ON true "
     "ORDER BY v.version_id"
 )
-# On one node the statement above reads one snapshot. On Citus its two function scans
-# are two queries on the key's worker, each with a snapshot of its own under READ
-# COMMITTED: a write committed between them (one answer in seven under a busy writer of
-# the key, tests/citus/test_settled_reads.py) gives versions that are not those the
-# answer rests on. resolve then asks again; this many times in a row means the key
-# never stood still.
-_RESOLVE_ATTEMPTS = 10
-
 
 # Versions and periods from rows the database checked: without a frozen dataclass's
 # object.__setattr__ per field, which was most of the Python time of a long history.
@@ -274,16 +267,12 @@ class FactOperations:
             to_optional_instant(known_at, name="known_at"),
             to_optional_instant(now, name="now"),
         )
-        for _ in range(_RESOLVE_ATTEMPTS):
-            rows = yield Statement(_RESOLVE, (*args, key.entity, key.attribute), binary=True)
-            if sorted(rows[0][7]) == [r[8] for r in rows if r[8] is not None]:
-                break
-        else:
-            raise SerializationError(
-                f"the versions of ({key.entity}, {key.attribute}) changed under each of "
-                f"{_RESOLVE_ATTEMPTS} attempts to read its answer with them",
-                hint=SerializationError.default_hint,
-            )
+        # The answer's version ids against the eligible versions (operations.whole).
+        rows = yield from whole(
+            Statement(_RESOLVE, (*args, key.entity, key.attribute), binary=True),
+            lambda rows: sorted(rows[0][7]) == [r[8] for r in rows if r[8] is not None],
+            f"the versions of {key}",
+        )
         status, value, values, asked_valid, asked_known, interpretation, present = rows[0][:7]
         return Answer(
             key=key,

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
+from .errors import SerializationError
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -89,6 +91,27 @@ def one(rows: list[Any]) -> Any:
     """The single row a statement returns."""
     assert len(rows) == 1, "the statement returns exactly one row"
     return rows[0]
+
+
+#: How many times :func:`whole` asks a statement whose parts disagree.
+READ_ATTEMPTS = 10
+
+
+def whole(statement: Statement, agrees: Callable[[list[Any]], bool], what: str) -> Steps[list[Any]]:
+    """The rows of ``statement`` (a read) once ``agrees`` finds its parts read from one
+    state of the store. On one node a statement reads one snapshot and they always
+    agree. On Citus each query that a statement (or a function it calls on the
+    coordinator) sends to the key's worker takes a snapshot of its own under READ
+    COMMITTED: a write committed between two of them makes the parts disagree, and the
+    statement is asked again, :data:`READ_ATTEMPTS` times at most."""
+    for _ in range(READ_ATTEMPTS):
+        rows: list[Any] = yield statement
+        if agrees(rows):
+            return rows
+    raise SerializationError(
+        f"{what} changed under each of {READ_ATTEMPTS} attempts to read it whole",
+        hint=SerializationError.default_hint,
+    )
 
 
 class SyncRunning(Protocol):
