@@ -244,9 +244,16 @@ def has_citus(connection: Connection) -> bool:
     )
 
 
+_CITUS_OWNER = (
+    "SELECT r.rolname, current_user FROM pg_catalog.pg_extension e"
+    " JOIN pg_catalog.pg_roles r ON r.oid = e.extowner WHERE e.extname = 'citus'"
+)
+
+
 def prepare_citus(connection: Connection) -> None:
     """Before migrating a Citus coordinator (``citus=True``): refuse a database without
-    the ``citus`` extension (:class:`~bitemporal.errors.DistributionError`); while the
+    the ``citus`` extension, or a role other than the extension's owner
+    (:class:`~bitemporal.errors.DistributionError`); while the
     store is not distributed yet, migrate the coordinator alone (Citus's DDL
     propagation off for this transaction) and leave distributing to
     :func:`distribute`. A distributed store's migrations propagate as usual."""
@@ -255,6 +262,18 @@ def prepare_citus(connection: Connection) -> None:
             "this database has no citus extension: migrate without citus, "
             "or create the extension and add the workers first",
             hint="CREATE EXTENSION citus; SELECT citus_add_node(host, port) for each worker",
+        )
+    owner, me = connection.execute(text(_CITUS_OWNER)).one()
+    if owner != me:
+        # Citus writes its metadata on the workers over connections as the extension's
+        # owner, which cannot see what this transaction created there when it runs as
+        # another role (citusdata/citus#3398): as a superuser, distribute() fails with
+        # "function bitemporal_internal.citus_transaction_id() does not exist".
+        raise DistributionError(
+            f"migrate a Citus coordinator as the owner of its citus extension ({owner}), "
+            f"not as {me}: Citus writes its metadata on the workers as {owner}, "
+            "over connections that cannot see the objects this migration creates",
+            hint=f"connect as {owner}: postgresql://{owner}@host/database",
         )
     if not connection.execute(text(_DISTRIBUTED)).scalar():
         connection.execute(text("SELECT set_config('citus.enable_ddl_propagation', 'off', true)"))
