@@ -200,8 +200,8 @@ def summary(results: list[Recorded], tx: datetime) -> list[tuple[bool, Any, int]
     ]
 
 
-# On Citus record_many is record row by row (docs/citus.md) and each write a round trip to a
-# worker: fewer examples there, the plain lanes run the full count.
+# On Citus each example's record() calls are round trips to a worker, and each statement of
+# record_many a query of every shard: fewer examples there, the plain lanes run the full count.
 @settings(
     deadline=None,
     max_examples=40 if CITUS else 150,
@@ -425,10 +425,6 @@ def test_inside_the_callers_transaction(
     assert len(Store(connect()).facts.history(key)) == 2
 
 
-@pytest.mark.not_on_citus(
-    "record_many is row by row on Citus (docs/citus.md): 20,000 rows take minutes there, "
-    "and the other tests here cover its semantics"
-)
 def test_a_large_batch(store: Store, raw: psycopg.Connection[Any]) -> None:
     """20,000 rows: 8,000 new keys, each with a history of 2 or 3 rows, one round per row."""
     prefix = uuid.uuid4().hex
