@@ -113,6 +113,21 @@ def maintain(conn: psycopg.Connection[Any], *tables: str) -> list[str]:
     return older
 
 
+def maintained(
+    conn: psycopg.Connection[Any], needle: str, *tables: str
+) -> tuple[dict[str, int], list[str]]:
+    """:func:`maintain`, repeated once if the check still finds ``needle``, as
+    docs/erasure.md says to (a CI run on PostgreSQL 15, 2026-12-03, found it once in
+    pg_statistic after one pass, with no older snapshot left at any rewrite); returns what
+    the check finds then and the older snapshots met."""
+    older = maintain(conn, *tables)
+    if after := found_in(conn, needle):
+        print(f"found after one pass of the maintenance: {shown(after)}; repeated")
+        older += maintain(conn, *tables)
+        after = found_in(conn, needle)
+    return after, older
+
+
 def test_the_fact_stores_erased_values_leave_its_files(admin: psycopg.Connection[Any]) -> None:
     # Lower case, one word: the full-text index keeps it as it is (a lexeme).
     needle = f"erasemezq{uuid.uuid4().hex[:6]}"
@@ -150,8 +165,7 @@ def test_the_fact_stores_erased_values_leave_its_files(admin: psycopg.Connection
     assert erasure is not None and len(erasure.version_ids) == 4
     print(f"fact store, erased, no maintenance yet: {shown(found_in(admin, needle))}")
 
-    older = maintain(admin)
-    after = found_in(admin, needle)
+    after, older = maintained(admin, needle)
     print(f"fact store, after the documented maintenance: {shown(after)}")
     assert after == {}, f"older snapshots at the maintenance: {older}"
     assert store.facts.resolve(email).status is Status.ERASED
@@ -192,8 +206,7 @@ def test_an_application_tables_erased_values_leave_its_files(
     assert erased is not None and len(erased[0]) == 3  # both versions and the remainder
     print(f"application table, erased, no maintenance yet: {shown(found_in(admin, needle))}")
 
-    older = maintain(admin, "public.customer")
-    after = found_in(admin, needle)
+    after, older = maintained(admin, needle, "public.customer")
     print(f"application table, after the documented maintenance: {shown(after)}")
     live = admin.execute(
         "SELECT starelid::regclass::text, staattnum FROM pg_statistic s WHERE s::text LIKE %s",
