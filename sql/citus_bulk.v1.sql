@@ -21,8 +21,8 @@
 -- coordinator from what they return, by line. Every other statement of
 -- record_many already runs on Citus as it is: the inserts from the batch
 -- (Citus inserts through the coordinator), the updates and deletes joined
--- with arrays of version ids (here with their entities too, so that each
--- shard finds its rows by its primary key, (entity, version_id)). Nothing
+-- with arrays of version ids (here with their entities too: every update
+-- and delete the write functions issue names the key). Nothing
 -- changes on one node, where record_many keeps its form (its LATERAL lookups
 -- make every generic plan a good one).
 --
