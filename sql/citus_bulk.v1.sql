@@ -26,6 +26,8 @@
 -- changes on one node, where record_many keeps its form (its LATERAL lookups
 -- make every generic plan a good one).
 --
+-- Step 3d checks the values it inserts before the insert (see there).
+--
 -- One difference on Citus: record_many locks a batch's keys in key order,
 -- so that two batches never deadlock; on Citus each worker locks its own
 -- keys in that order, in parallel, and two batches that share keys on
@@ -306,7 +308,11 @@ BEGIN
         END IF;
 
         -- d. The new versions (with the ids drawn above), the keys' knowledge,
-        -- and the rows' results.
+        -- and the rows' results. Their values are checked here first, as the
+        -- insert's trigger checks them on the shards (BT007): Citus inserts
+        -- through the coordinator, and an error a worker raises in that copy
+        -- reaches the caller without its SQLSTATE (XX000).
+        PERFORM bitemporal_internal.check_json_value('value', w.value) FROM unnest(writes) w;
         INSERT INTO bitemporal.fact_version
                (version_id, entity, attribute, source, value, valid_period, known_period, recorded_by)
         OVERRIDING SYSTEM VALUE
