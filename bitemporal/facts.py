@@ -100,6 +100,7 @@ _RESOLVE = (
     "ORDER BY v.version_id"
 )
 
+
 # Versions and periods from rows the database checked: without a frozen dataclass's
 # object.__setattr__ per field, which was most of the Python time of a long history.
 _new_version = builder(Version)
