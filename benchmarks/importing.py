@@ -1,7 +1,7 @@
 """``bitemporal import`` against the bulk path under it, on the same rows, in the same run.
 
     python -m benchmarks import [--url URL] [--rows N] [--batch-size N]
-                                [--workload new|history|changes]
+                                [--workload new|history|changes] [--jobs N]
 
 One CSV file of ``--rows`` rows (the workloads of ``python -m benchmarks facts --ingest``:
 *new keys*, one row per key with the default knowledge time; *history*, ten changes of each
@@ -14,10 +14,13 @@ on the server:
 * ``bitemporal import``: the command itself (``cli.main``) on the file, same batch size:
   reading, parsing and checking the file are timed, as a user waits for them;
 * ``bitemporal import`` again on the same file: every row is already recorded, and it
-  must write no version.
+  must write no version;
+* ``bitemporal import --jobs N`` on the file, in a fresh database: ``N`` lanes of batches
+  at once, each key's rows in one lane (the same versions for rows with ``known_at``).
 
-It prints rows/s of each and the ratio of the import's time to record_many's (the goal is
-at most 1.5), and exits 1 if the re-import wrote a version.
+It prints rows/s of each, the ratio of the import's time to record_many's (the goal is at
+most 1.5) and the parallel import's speed-up over the import, and exits 1 if the re-import
+wrote a version.
 """
 
 from __future__ import annotations
@@ -82,11 +85,14 @@ def _versions(url: str) -> int:
     return int(row[0])
 
 
-def _import(url: str, path: Path, batch_size: int) -> float:
+def _import(url: str, path: Path, batch_size: int, jobs: int = 1) -> float:
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli.main(
-            ["--url", url, "import", str(path), "--batch-size", str(batch_size), "--quiet"]
+            [
+                *("--url", url, "import", str(path)),
+                *("--batch-size", str(batch_size), "--jobs", str(jobs), "--quiet"),
+            ]
         )
     seconds = time.perf_counter() - start
     if code:
@@ -94,8 +100,9 @@ def _import(url: str, path: Path, batch_size: int) -> float:
     return seconds
 
 
-def measure(url: str, rows: int, batch_size: int, workload: str) -> dict[str, Any]:
-    """Seconds and versions written for record_many, import and re-import."""
+def measure(url: str, rows: int, batch_size: int, workload: str, jobs: int) -> dict[str, Any]:
+    """Seconds and versions written for record_many, import, re-import and the import in
+    ``jobs`` lanes."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "facts.csv"
         write_csv(path, workload, rows)
@@ -107,6 +114,7 @@ def measure(url: str, rows: int, batch_size: int, workload: str) -> dict[str, An
             "rows": len(data),
             "batch_size": batch_size,
             "workload": workload,
+            "jobs": jobs,
         }
         with scratch_database(url, "bitemporal_bench_import_many") as db:
             migrate(db)
@@ -123,6 +131,9 @@ def measure(url: str, rows: int, batch_size: int, workload: str) -> dict[str, An
             results["import"] = (seconds, _versions(db))
             seconds = _import(db, path, batch_size)
             results["re-import"] = (seconds, _versions(db) - results["import"][1])
+        with scratch_database(url, "bitemporal_bench_import_jobs") as db:
+            migrate(db)
+            results["parallel-import"] = (_import(db, path, batch_size, jobs), _versions(db))
     return results
 
 
@@ -132,16 +143,19 @@ def report(results: dict[str, Any]) -> str:
         ("method", "seconds", "rows/s", "versions written"),
         [
             (name, f"{seconds:.2f}", f"{rows / seconds:,.0f}", f"{versions:,}")
-            for name in ("record_many", "import", "re-import")
+            for name in ("record_many", "import", "re-import", "parallel-import")
             for seconds, versions in [results[name]]
         ],
     )
     ratio = results["import"][0] / results["record_many"][0]
+    speedup = results["import"][0] / results["parallel-import"][0]
     return (
         f"{rows:,} rows ({results['workload']}), batches of {results['batch_size']:,}, "
-        f"PostgreSQL {results['server_version']}\n{table}"
+        f"PostgreSQL {results['server_version']}; parallel-import: --jobs {results['jobs']}\n"
+        f"{table}"
         f"import / record_many: {ratio:.2f}x (goal: at most {GOAL_RATIO}x); "
-        f"re-import wrote {results['re-import'][1]} versions (goal: 0)\n"
+        f"re-import wrote {results['re-import'][1]} versions (goal: 0); "
+        f"parallel-import: {speedup:.2f}x the rows/s of import\n"
     )
 
 
@@ -155,8 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=10_000)
     parser.add_argument("--workload", choices=("new", "history", "changes"), default="history")
+    parser.add_argument("--jobs", type=int, default=2, help="lanes of the parallel import")
     args = parser.parse_args(argv)
-    results = measure(database_url(args.url), args.rows, args.batch_size, args.workload)
+    results = measure(database_url(args.url), args.rows, args.batch_size, args.workload, args.jobs)
     sys.stdout.write(report(results))
     print(dumps(results))
     return 1 if results["re-import"][1] else 0

@@ -43,7 +43,7 @@ from .errors import (
     InvalidValueError,
 )
 from .formatting import human_duration, shown, stamp
-from .importing import import_file
+from .importing import check_jobs, import_file
 from .jsonvalues import dumps
 from .jsonvalues import parse as parse_json
 from .model import Answer, Key, Status, Version
@@ -102,10 +102,11 @@ def _url(args: argparse.Namespace) -> str:
     return database.embedded_url()
 
 
-def _open(args: argparse.Namespace) -> Store:
-    """A store on the database, or ConfigurationError saying why there is none."""
+def _open(args: argparse.Namespace, pool_size: int = 0) -> Store:
+    """A store on the database (on a pool of ``pool_size``, if given), or
+    ConfigurationError saying why there is none."""
     try:
-        return connect(_url(args))
+        return connect(_url(args), pool_size=pool_size)
     except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
         raise _unreachable(exc) from exc
 
@@ -286,7 +287,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    with _open(args) as store:
+    jobs = check_jobs(args.jobs)  # before a pool of that size is opened
+    with _open(args, pool_size=jobs if jobs > 1 else 0) as store:
         try:
             report = import_file(
                 store.facts,
@@ -295,6 +297,7 @@ def _import(args: argparse.Namespace) -> int:
                 batch_size=args.batch_size,
                 max_errors=args.max_errors,
                 progress=None if args.quiet else Progress(sys.stderr).update,
+                jobs=jobs,
             )
         except ImportFailed as exc:
             fail(f"{args.file}: {exc}")
@@ -466,6 +469,13 @@ def parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument(
         "--max-errors", type=_count_arg, default=100, help="bad rows to list (default 100)"
+    )
+    ingest.add_argument(
+        "--jobs",
+        type=_count_arg,
+        default=1,
+        help="batches recorded at once, over as many connections, each key's rows in one "
+        "(default 1)",
     )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     ingest.set_defaults(handler=_import)

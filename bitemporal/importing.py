@@ -19,11 +19,16 @@ batches before it stay imported. Running the same file again writes nothing new:
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
+import queue
+import threading
 import time
+import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -48,6 +53,15 @@ OnProgress = Callable[[int, int, int | None, bool], None]
 
 #: Rows per batch (each batch is one transaction) unless told otherwise.
 DEFAULT_BATCH_SIZE = 10_000
+#: Lanes of batches recorded at once, at most: each holds a connection and a thread.
+MAX_JOBS = 64
+
+
+def check_jobs(jobs: int) -> int:
+    """``jobs``, if a number of lanes an import can run (InvalidInputError otherwise)."""
+    if not 1 <= jobs <= MAX_JOBS:
+        raise InvalidInputError(f"jobs must be between 1 and {MAX_JOBS}, not {jobs}")
+    return jobs
 
 
 def _file_row(fields: Mapping[str, Any], *, value_is_json_text: bool) -> dict[str, Any]:
@@ -211,16 +225,33 @@ def import_file(
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_errors: int = DEFAULT_MAX_ERRORS,
     progress: OnProgress | None = None,
+    jobs: int = 1,
 ) -> ImportReport:
     """Import a CSV or JSON Lines file through ``facts.record_many``, ``batch_size`` rows
     per batch, each batch its own transaction (on an autocommit store). On the first bad
     batch, raises :class:`ImportFailed` with its bad rows by file line; the batches before
     it stay imported. ``progress``, if given, is called after each batch with the rows
-    done, the bytes read, the file's size (None if unknown) and whether it is the end."""
+    done, the bytes read, the file's size (None if unknown) and whether it is the end.
+
+    ``jobs`` > 1 records that many lanes of batches at once, each key's rows in one lane
+    in file order, each batch on a connection of its own: ``facts`` must be on a pool
+    (:attr:`Facts.pooled <bitemporal.Facts.pooled>`). Rows with ``known_at`` give the
+    same versions as with one job; rows without it take their batch's transaction time,
+    as with one job, and what the store knows in the end is the same. The first bad batch
+    stops every lane after the batch it is recording; the report's ``last_line`` is then
+    the last line up to which every row is committed (later rows of other keys may be
+    committed too: running the file again skips them)."""
     if batch_size < 1:
         raise InvalidInputError(f"batch size must be at least 1, not {batch_size}")
     if max_errors < 1:
         raise InvalidInputError(f"max errors must be at least 1, not {max_errors}")
+    check_jobs(jobs)
+    if jobs > 1 and not facts.pooled:
+        raise InvalidInputError(
+            f"{jobs} jobs need a connection each: the store is on one connection",
+            hint="build the store on a pool: Store(psycopg_pool.ConnectionPool(url, "
+            f"max_size={jobs}))",
+        )
     kind = file_format(path, fmt)
     report = ImportReport()
     with open(path, "rb") as raw:
@@ -229,7 +260,9 @@ def import_file(
             if raw.seekable():  # a pipe is read once: its groups are recorded again
                 settled = _settled_groups(facts, _records(_CountingLines(raw), kind), kind)
                 raw.seek(0)
-            _import_stream(facts, raw, kind, report, batch_size, max_errors, progress, settled)
+            _import_stream(
+                facts, raw, kind, report, batch_size, max_errors, progress, settled, jobs
+            )
         except (BitemporalError, OSError) as exc:
             # Bad rows, a line that is not UTF-8, a lost connection: say what is kept.
             retry = (
@@ -356,6 +389,143 @@ def _still_known(facts: Any, groups: dict[Group, list[Segment]]) -> set[Group]:
     return settled
 
 
+def _lane(row: dict[str, Any] | BitemporalError, jobs: int) -> int:
+    """The lane of a row: every row of a key in the same one, so that a key's rows are
+    recorded in file order (with one job, a bad row too: it fails its batch)."""
+    if jobs == 1 or isinstance(row, BitemporalError):
+        return 0
+    return zlib.crc32(f"{row['entity']}\x00{row['attribute']}".encode()) % jobs
+
+
+@dataclass
+class _Batch:
+    """Rows of one lane for one call of record_many (one transaction)."""
+
+    rows: list[FileRow] = field(default_factory=list)
+    #: Rows of settled groups read since the lane's previous batch: done with this one.
+    skipped: int = 0
+    #: The file line it starts at (0: nothing yet), skipped rows included.
+    first_line: int = 0
+
+    def add(self, line: int, row: FileRow | None) -> None:
+        self.first_line = self.first_line or line
+        if row is None:
+            self.skipped += 1
+        else:
+            self.rows.append(row)
+
+
+class _Lanes:
+    """Batches recorded lane by lane, each lane's in file order. With one job the caller's
+    thread records each batch as it fills; with more, a thread per lane does, each call
+    on a connection of its own (the facts' pool), so batches of disjoint keys never wait
+    for each other. The first failure stops every lane after the batch it is recording."""
+
+    def __init__(
+        self,
+        facts: Any,
+        jobs: int,
+        batch_size: int,
+        max_errors: int,
+        report: ImportReport,
+        on_batch: Callable[[], None],
+    ) -> None:
+        self.facts, self.jobs, self.batch_size, self.max_errors = (
+            facts,
+            jobs,
+            batch_size,
+            max_errors,
+        )
+        self.report, self.on_batch = report, on_batch
+        self.filling = [_Batch() for _ in range(jobs)]
+        # Per lane, the first lines of the batches handed over and not committed yet.
+        self.uncommitted: list[deque[int]] = [deque() for _ in range(jobs)]
+        self.failure: tuple[int, Exception] | None = None
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.queues: list[queue.Queue[_Batch | None]] = []
+        self.threads: list[threading.Thread] = []
+        if jobs > 1:
+            self.queues = [queue.Queue(maxsize=2) for _ in range(jobs)]
+            self.threads = [
+                threading.Thread(target=self._serve, args=(lane,), daemon=True)
+                for lane in range(jobs)
+            ]
+            for thread in self.threads:
+                thread.start()
+
+    def add(self, line: int, row: FileRow | None, lane: int) -> bool:
+        """Queue a row (None: a row of a settled group, done with its lane's next batch);
+        False once a lane has failed: stop reading."""
+        batch = self.filling[lane]
+        batch.add(line, row)
+        if len(batch.rows) >= self.batch_size:
+            self.filling[lane] = _Batch()
+            self._hand_over(lane, batch)
+        return not self.stopped.is_set()
+
+    def finish(self, read_through: int) -> None:
+        """Record what is left, wait for every lane, and set the report's ``last_line``:
+        every line up to it is committed (``read_through``: the last line read). Raises
+        the first failure (by file line)."""
+        try:
+            for lane, batch in enumerate(self.filling):
+                if batch.rows and not self.stopped.is_set():
+                    self.filling[lane] = _Batch()
+                    self._hand_over(lane, batch)
+        finally:
+            for q in self.queues:
+                q.put(None)
+            for thread in self.threads:
+                thread.join()
+            pending = [line for lines in self.uncommitted for line in lines]
+            if self.stopped.is_set():  # rows read and never handed over are not committed
+                pending += [batch.first_line for batch in self.filling if batch.first_line]
+            self.report.last_line = min(pending) - 1 if pending else read_through
+        if self.failure is not None:
+            raise self.failure[1]
+        for batch in self.filling:  # settled rows after each lane's last batch
+            self.report.rows += batch.skipped
+            self.report.unchanged += batch.skipped
+
+    def stop(self) -> None:
+        """Stop every lane after its current batch (the caller gives up)."""
+        self.stopped.set()
+
+    def _hand_over(self, lane: int, batch: _Batch) -> None:
+        self.uncommitted[lane].append(batch.first_line)
+        if self.jobs == 1:
+            self._record(lane, batch)
+            if self.failure is not None:
+                raise self.failure[1]
+        else:
+            self.queues[lane].put(batch)
+
+    def _serve(self, lane: int) -> None:
+        while (batch := self.queues[lane].get()) is not None:
+            if not self.stopped.is_set():  # else left uncommitted, the queue drained
+                self._record(lane, batch)
+
+    def _record(self, lane: int, batch: _Batch) -> None:
+        done = ImportReport()
+        try:
+            _import_batch(self.facts, batch.rows, done, self.max_errors)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller's thread by finish()
+            with self.lock:
+                if self.failure is None or batch.first_line < self.failure[0]:
+                    self.failure = (batch.first_line, exc)
+            self.stopped.set()
+            return
+        with self.lock:
+            self.uncommitted[lane].popleft()
+            report = self.report
+            report.rows += len(batch.rows) + batch.skipped
+            report.unchanged += done.unchanged + batch.skipped
+            report.created += done.created
+            report.batches += 1
+            self.on_batch()
+
+
 def _import_stream(
     facts: Any,
     raw: IO[bytes],
@@ -365,6 +535,7 @@ def _import_stream(
     max_errors: int,
     progress: OnProgress | None,
     settled: set[Group],
+    jobs: int,
 ) -> None:
     total_bytes = os.fstat(raw.fileno()).st_size if raw.seekable() else None
     lines = _CountingLines(raw)
@@ -375,35 +546,41 @@ def _import_stream(
             progress(report.rows, lines.done, total_bytes, final)
 
     start = time.monotonic()
-    batch: list[FileRow] = []
-    skipped = 0  # rows of settled groups, counted with the batch that follows them
-    for item in source:
-        row = item[1]
-        if (
-            settled
-            and not isinstance(row, BitemporalError)
-            and (row["entity"], row["attribute"], row["source"]) in settled
-        ):
-            skipped += 1
-            continue
-        batch.append(item)
-        if len(batch) >= batch_size:
-            _import_batch(facts, batch, report, max_errors)
-            report.rows, report.unchanged, skipped = (
-                report.rows + skipped,
-                report.unchanged + skipped,
-                0,
-            )
-            done()
-            batch = []
-    if batch:
-        _import_batch(facts, batch, report, max_errors)
-    report.rows, report.unchanged = report.rows + skipped, report.unchanged + skipped
+    lanes = _Lanes(facts, jobs, batch_size, max_errors, report, done)
+    line, bad = 0, []
+    try:
+        for line, row in source:
+            if isinstance(row, BitemporalError) and jobs > 1:
+                # Its key is unknown, so other lanes could commit rows of that key after it:
+                # it ends the import there, with the rows read after it as its batch.
+                bad = [(line, row), *itertools.islice(source, batch_size - 1)]
+                line -= 1
+                break
+            lane = _lane(row, jobs)
+            if (
+                settled
+                and not isinstance(row, BitemporalError)
+                and (row["entity"], row["attribute"], row["source"]) in settled
+            ):
+                going = lanes.add(line, None, lane)
+            else:
+                going = lanes.add(line, (line, row), lane)
+            if not going:
+                break
+    except BaseException:
+        lanes.stop()
+        raise
+    finally:
+        lanes.finish(line)
+    if bad:
+        _import_batch(facts, bad, report, max_errors)  # raises ImportFailed
     report.seconds = time.monotonic() - start
     done(final=True)
 
 
 def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_errors: int) -> None:
+    """Record one batch (raises ImportFailed naming its bad rows); counts what it created
+    and left unchanged in ``report``."""
     lines = [line for line, _ in batch]
     problems = [(line, str(row)) for line, row in batch if isinstance(row, BitemporalError)]
     if problems:
@@ -444,10 +621,6 @@ def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_er
                 max_errors,
             )
         report.unchanged += len(rows) - len(kept)
-        report.rows += len(rows) - len(kept)
-    report.rows += len(results)
-    report.batches += 1
-    report.last_line = lines[-1]
     created = sum(1 for r in results if r.created)
     report.created += created
     report.unchanged += len(results) - created

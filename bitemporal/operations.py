@@ -119,6 +119,9 @@ class SyncRunning(Protocol):
 
     def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T: ...
 
+    @property
+    def pooled(self) -> bool: ...
+
 
 class AsyncRunning(Protocol):
     """What runs an operation for the async API (:class:`bitemporal.runners.AsyncRunner`)."""
@@ -131,6 +134,12 @@ class SyncRepository:
 
     def __init__(self, runner: SyncRunning) -> None:
         self._runner = runner
+
+    @property
+    def pooled(self) -> bool:
+        """Whether each call borrows a connection of its own from a pool, so that several
+        threads may call at once (on one connection they would share its transaction)."""
+        return self._runner.pooled
 
 
 class AsyncRepository:

@@ -198,6 +198,11 @@ class Runner:
         )
         self._pool = isinstance(source, psycopg_pool.ConnectionPool)
 
+    @property
+    def pooled(self) -> bool:
+        """Whether calls borrow connections from a pool (:class:`SyncRunning`)."""
+        return self._pool
+
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """The connection for a call: the transaction's, else one borrowed (or the only one)."""

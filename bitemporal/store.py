@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import psycopg
+import psycopg_pool
 
 from . import errors, migrations
 from .app_tables import ApplicationTables
@@ -123,8 +124,10 @@ class Store(StoreOperations, SyncRepository):
         self.close()
 
 
-def connect(url: str | None = None, *, migrate: bool = False) -> Store:
-    """A store on its own autocommit connection to a database migrated to head.
+def connect(url: str | None = None, *, migrate: bool = False, pool_size: int = 0) -> Store:
+    """A store on its own autocommit connection to a database migrated to head, or with
+    ``pool_size`` on a pool of at most that many (each call borrows one, so that threads
+    may call at once: :attr:`~bitemporal.Facts.pooled`).
 
     The URL comes from ``url``, else ``BITEMPORAL_DATABASE_URL``, else
     ``DATABASE_URL``, else an embedded PostgreSQL 18 kept under the user's data
@@ -134,6 +137,8 @@ def connect(url: str | None = None, *, migrate: bool = False) -> Store:
     :class:`~bitemporal.errors.SchemaBehindError`) naming that command.
     ``migrate=True`` migrates to head first, for a role that may.
     """
+    if pool_size < 0:
+        raise errors.InvalidInputError(f"pool size must be positive, not {pool_size}")
     resolved = database_url(url)
     if migrate:
         migrations.migrate(resolved)
@@ -146,4 +151,16 @@ def connect(url: str | None = None, *, migrate: bool = False) -> Store:
     except BaseException:
         conn.close()
         raise
-    return Store(conn, owns_connection=True)
+    if not pool_size:
+        return Store(conn, owns_connection=True)
+    # The connection above has shown the database reachable and migrated: the pool's
+    # connections are opened in the background, each as it is first needed.
+    conn.close()
+    pool = psycopg_pool.ConnectionPool(
+        psycopg_url(resolved),
+        min_size=1,
+        max_size=pool_size,
+        kwargs={"autocommit": True},
+        open=True,
+    )
+    return Store(pool, owns_connection=True)

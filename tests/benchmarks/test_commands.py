@@ -94,3 +94,6 @@ def test_import_runs_end_to_end_from_the_command(server_url: str, workload: str)
     table = {row[0]: row for row in rows if len(row) == 4}  # method, seconds, rows/s, versions
     assert table["record_many"][3] == table["import"][3] != "0"  # the same versions written
     assert table["re-import"][3] == "0"
+    assert "parallel-import: --jobs 2" in result.stdout and table["parallel-import"][3] != "0"
+    if workload != "changes":  # with known_at: the same versions in two lanes as in one
+        assert table["parallel-import"][3] == table["import"][3]

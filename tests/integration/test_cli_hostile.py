@@ -205,6 +205,9 @@ CASES: list[tuple[str, list[str], int]] = [
         USAGE,
     ),
     ("import batch size 5000 digits", ["import", "{dir}/huge.jsonl", "--batch-size", HUGE], USAGE),
+    ("import jobs 0", ["import", "{dir}/huge.jsonl", "--jobs", "0"], FAILURE),
+    ("import jobs a million", ["import", "{dir}/huge.jsonl", "--jobs", "1000000"], FAILURE),
+    ("import jobs not a number", ["import", "{dir}/huge.jsonl", "--jobs", "all"], USAGE),
     ("import max errors 0", ["import", "{dir}/future.jsonl", "--max-errors", "0"], FAILURE),
     *[
         (f"import {name}", ["import", f"{{dir}}/{name}", "--quiet"], FAILURE)

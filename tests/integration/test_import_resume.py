@@ -18,7 +18,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from bitemporal import Key, Store, cli
+from bitemporal import InvalidInputError, Key, Store, cli, connect
+from bitemporal.importing import import_file, read_jsonl
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 KEYS, ROUNDS = 60, 50  # 3,000 rows
@@ -313,3 +314,111 @@ def test_a_pipe_is_imported(tmp_path: Path, database_url: str, store: Store) -> 
         store.facts.resolve(Key(f"{prefix}:1", "limit"), valid_at=START + timedelta(days=1)).value
         == 1
     )
+
+
+# Several jobs: lanes of batches recorded at once, each key's rows in one lane.
+
+
+def import_jobs(
+    capsys: pytest.CaptureFixture[str], url: str, path: Path, jobs: int
+) -> tuple[int, str, str]:
+    code = cli.main(
+        ["--url", url, "import", str(path), "--batch-size", "50", "--jobs", str(jobs), "--quiet"]
+    )
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def known_now(store: Store, prefix: str) -> list[tuple[Any, ...]]:
+    """What the store knows now about the prefix's keys."""
+    rows = store.connection.execute(
+        "SELECT entity, attribute, source, value, valid_period FROM bitemporal.versions"
+        " WHERE entity LIKE %s AND upper_inf(known_period)",
+        (f"{prefix}:%",),
+    ).fetchall()
+    return sorted((e.removeprefix(prefix), *rest) for e, *rest in rows)
+
+
+def test_an_import_in_several_jobs_writes_what_one_job_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], database_url: str, store: Store
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    for kind, write in (("kat", write_file), ("nokat", write_changes)):
+        one, three = f"one{kind}:{tag}", f"three{kind}:{tag}"
+        rows = write(tmp_path / f"{one}.jsonl", one)
+        write(tmp_path / f"{three}.jsonl", three)
+        assert import_jobs(capsys, database_url, tmp_path / f"{one}.jsonl", 1)[0] == 0
+        code, out, err = import_jobs(capsys, database_url, tmp_path / f"{three}.jsonl", 3)
+        assert code == 0 and f"imported {rows:,} rows" in out, err
+        if kind == "kat":  # explicit knowledge times: the same versions
+            assert contents(store, three) == contents(store, one)
+        else:  # each batch's transaction time: the same knowledge in the end
+            assert known_now(store, three) == known_now(store, one)
+        assert known_now(store, three)
+        code, out, err = import_jobs(capsys, database_url, tmp_path / f"{three}.jsonl", 3)
+        assert code == 0 and "0 created" in out and f"{rows:,} unchanged" in out, err
+
+
+@pytest.mark.parametrize(
+    ("breaking", "replacement"),
+    [
+        # Refused on reading the file: its key is unknown.
+        ('"valid_from": "', '"valid_from": "not '),
+        # Refused by the database, in the lane of its key.
+        ('"known_at": "2026', '"known_at": "2999'),
+    ],
+    ids=["unreadable", "refused"],
+)
+def test_a_bad_row_stops_every_job_and_the_lines_said_are_committed(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+    store: Store,
+    breaking: str,
+    replacement: str,
+) -> None:
+    clean, broken = f"jclean:{uuid.uuid4().hex[:8]}", f"jbroken:{uuid.uuid4().hex[:8]}"
+    write_file(tmp_path / "clean.jsonl", clean)
+    rows = write_file(tmp_path / "broken.jsonl", broken)
+    bad = 1500
+    lines = (tmp_path / "broken.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    good_line = lines[bad - 1]
+    assert breaking in good_line
+    lines[bad - 1] = good_line.replace(breaking, replacement)
+    (tmp_path / "broken.jsonl").write_text("".join(lines), encoding="utf-8")
+
+    code, _, err = import_jobs(capsys, database_url, tmp_path / "broken.jsonl", 3)
+    assert code == 1 and "Traceback" not in err
+    assert f"line {bad}: " in err, err
+    match = re.search(r"lines 1-(\d+) of .* were committed", err.splitlines()[0])
+    assert match, err
+    committed = int(match.group(1))
+    assert committed < bad
+    # Every row up to the line said is in the store, as its own import would have put it.
+    with (tmp_path / "broken.jsonl").open(encoding="utf-8") as file:
+        read = [row for line, row in read_jsonl(file) if line <= committed]
+    parsed = [row for row in read if isinstance(row, dict)]
+    assert len(parsed) == len(read) > 0
+    assert all(store.facts.recorded_already(parsed))
+
+    # Fixed and run again: the store ends as after one clean import.
+    lines[bad - 1] = good_line
+    (tmp_path / "broken.jsonl").write_text("".join(lines), encoding="utf-8")
+    code, out, err = import_jobs(capsys, database_url, tmp_path / "broken.jsonl", 3)
+    assert code == 0 and f"imported {rows:,} rows" in out, err
+    assert import_jobs(capsys, database_url, tmp_path / "clean.jsonl", 1)[0] == 0
+    assert contents(store, broken) == contents(store, clean)
+
+
+def test_several_jobs_need_a_pool(tmp_path: Path, database_url: str, store: Store) -> None:
+    path = tmp_path / "changes.jsonl"
+    write_changes(path, f"pool:{uuid.uuid4().hex[:8]}", keys=2, changes=2)
+    assert not store.facts.pooled
+    with pytest.raises(InvalidInputError, match="the store is on one connection"):
+        import_file(store.facts, str(path), jobs=2)
+    with pytest.raises(InvalidInputError, match="pool size must be positive"):
+        connect(database_url, pool_size=-1)
+    with connect(database_url, pool_size=2) as pooled:
+        assert pooled.facts.pooled
+        report = import_file(pooled.facts, str(path), jobs=2)
+    assert report.created == report.rows == 5 and report.last_line == 5
