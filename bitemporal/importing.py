@@ -23,6 +23,7 @@ import itertools
 import json
 import os
 import queue
+import random
 import threading
 import time
 import zlib
@@ -36,10 +37,12 @@ from typing import IO, Any, NoReturn
 from .errors import (
     BatchError,
     BitemporalError,
+    DeadlockError,
     ImportFailed,
     InvalidInputError,
     InvalidValueError,
     PermissionDeniedError,
+    SerializationError,
     TransientError,
 )
 from .formatting import shown
@@ -55,6 +58,8 @@ OnProgress = Callable[[int, int, int | None, bool], None]
 DEFAULT_BATCH_SIZE = 10_000
 #: Lanes of batches recorded at once, at most: each holds a connection and a thread.
 MAX_JOBS = 64
+#: Times a batch is recorded when each attempt is chosen as a deadlock's victim.
+BATCH_ATTEMPTS = 5
 
 
 def check_jobs(jobs: int) -> int:
@@ -418,8 +423,9 @@ class _Batch:
 class _Lanes:
     """Batches recorded lane by lane, each lane's in file order. With one job the caller's
     thread records each batch as it fills; with more, a thread per lane does, each call
-    on a connection of its own (the facts' pool), so batches of disjoint keys never wait
-    for each other. The first failure stops every lane after the batch it is recording."""
+    on a connection of its own (the facts' pool): batches of disjoint keys, which on one node
+    never wait for each other. The first failure stops every lane after the batch it is
+    recording."""
 
     def __init__(
         self,
@@ -507,9 +513,8 @@ class _Lanes:
                 self._record(lane, batch)
 
     def _record(self, lane: int, batch: _Batch) -> None:
-        done = ImportReport()
         try:
-            _import_batch(self.facts, batch.rows, done, self.max_errors)
+            done = _import_batch_again(self.facts, batch.rows, self.max_errors)
         except Exception as exc:  # noqa: BLE001 - handed to the caller's thread by finish()
             with self.lock:
                 if self.failure is None or batch.first_line < self.failure[0]:
@@ -576,6 +581,24 @@ def _import_stream(
         _import_batch(facts, bad, report, max_errors)  # raises ImportFailed
     report.seconds = time.monotonic() - start
     done(final=True)
+
+
+def _import_batch_again(facts: Any, batch: list[FileRow], max_errors: int) -> ImportReport:
+    """Record one batch, again when its transaction is chosen as a deadlock's victim or
+    fails to serialize (up to :data:`BATCH_ATTEMPTS` times, after a random pause): it
+    rolled back whole. Batches of disjoint keys can deadlock on Citus, where a batch's
+    statements lock their shards on several workers, in no order that two batches share."""
+    attempt = 1
+    while True:
+        done = ImportReport()
+        try:
+            _import_batch(facts, batch, done, max_errors)
+            return done
+        except (DeadlockError, SerializationError):
+            if attempt == BATCH_ATTEMPTS:
+                raise
+        time.sleep(random.uniform(0, 0.2 * 2**attempt))
+        attempt += 1
 
 
 def _import_batch(facts: Any, batch: list[FileRow], report: ImportReport, max_errors: int) -> None:
