@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import citus, decay, facts, importing, load, storage, tpcbih
+from . import citus, decay, designs, facts, importing, load, storage, tpcbih
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
@@ -17,6 +17,7 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "tpcbih": tpcbih.main,
     "citus": citus.main,
     "storage": storage.main,
+    "designs": designs.main,
 }
 
 

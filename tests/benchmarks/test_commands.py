@@ -30,7 +30,9 @@ def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("suite", ["facts", "decay", "load", "import", "tpcbih", "storage"])
+@pytest.mark.parametrize(
+    "suite", ["facts", "decay", "load", "import", "tpcbih", "storage", "designs"]
+)
 def test_each_suite_is_one_command(suite: str) -> None:
     result = benchmarks(suite, "--help")
     assert result.returncode == 0, result.stderr
@@ -97,3 +99,23 @@ def test_import_runs_end_to_end_from_the_command(server_url: str, workload: str)
     assert "parallel-import: --jobs 2" in result.stdout and table["parallel-import"][3] != "0"
     if workload != "changes":  # with known_at: the same versions in two lanes as in one
         assert table["parallel-import"][3] == table["import"][3]
+
+
+def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:
+    result = benchmarks(
+        "designs",
+        "--url",
+        server_url,
+        *("--keys", "30", "--changes", "4", "--rounds", "2", "--samples", "10"),
+    )
+    assert result.returncode == 0, result.stderr
+    # 30 keys a round, 2 rounds, 2 sources, 2 * 4 - 1 versions a source.
+    assert "840 versions of 60 keys" in result.stdout
+    assert "questions answered differently by the designs: 0" in result.stdout
+    rows = {line.split("  ")[0] for line in result.stdout.splitlines()}
+    assert {
+        "text key (as migrated)",
+        "integer key",
+        "integer series",
+        "integer series, one GiST",
+    } <= rows

@@ -1,0 +1,376 @@
+"""Candidate storage designs for the version table, side by side (issue 15).
+
+    python -m benchmarks designs [--url URL] [--keys N] [--changes N] [--rounds N]
+                                 [--samples N]
+
+Issue 15 asks for the version table's storage to change where it is the limit, decided by
+figures. This builds, in one scratch database, the version table's storage alone (its
+columns, the exclusion constraint against overlapping validity and its indexes as
+``bitemporal.fact_version`` has them; no trigger, no foreign key, none of the store's
+functions) in each design:
+
+* ``text key`` (as migrated): ``entity``, ``attribute`` and ``source`` (text) in the
+  exclusion constraint's GiST index, in the GiST index of current versions (what writes
+  read) and in the btree of current versions (what current lookups read);
+* ``integer key``: one ``bigint`` for (entity, attribute), the identity of a key table,
+  in their place; the source stays text;
+* ``integer series``: one ``bigint`` for (entity, attribute, source);
+* ``integer series, one GiST``: the same without the GiST index of current versions
+  (writes would find the versions they cut through the btree).
+
+Each design gets the same histories, ``--rounds`` times ``--keys`` keys of two sources
+with ``--changes`` changes each, shaped as ``record`` leaves them (each change closes the
+open version and re-records its remainder: ``2 * changes - 1`` versions a source), inserted
+in knowledge-time order, a round at a time, the designs taking turns (a busy spell of the
+machine spreads over all of them). It prints, per design:
+
+* the insert rate of the rounds (median rows/s), against the same ``INSERT`` into a table
+  of the same columns without any index;
+* the server time (``EXPLAIN ANALYZE``, median of ``--samples`` random questions) of an
+  as-of lookup of one key about current knowledge (through the btree of current
+  versions) and about a past knowledge time (through the exclusion constraint's GiST
+  index), the integer designs reading the key table first, against a primary-key
+  lookup in a table of as many rows in the same database;
+* the size of the indexes.
+
+Every design must give the same answers to every question (exit status 1 otherwise).
+What it leaves out (the triggers, the foreign key, the gate of ``as_of`` on the key's
+latest knowledge, the functions' own cost) is the same for every design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from bitemporal.database import database_url, scratch_database
+from bitemporal.formatting import format_table
+
+from .facts import server_ms
+
+#: Days of valid time and seconds of knowledge time the histories start at.
+VALID_START = datetime(2020, 1, 1, tzinfo=UTC)
+KNOWN_START = datetime(2021, 1, 1, tzinfo=UTC)
+SOURCES = 2
+
+# Each design: the DDL of its table ``{t}``, the columns an insert fills from the history's
+# rows, and how a lookup finds the key's versions (an integer design reads the key's
+# integers first, once: the store's functions read the key's row anyway). A lookup's
+# parameters: entity, attribute, valid_at, known_at.
+_CURRENT = (
+    "upper_inf(v.known) AND (coalesce(upper(v.valid), 'infinity'), "
+    "coalesce(lower(v.valid), '-infinity')) >= (%(valid_at)s, '-infinity'::timestamptz) "
+    "AND coalesce(lower(v.valid), '-infinity') <= %(valid_at)s "
+    "AND range_contains_elem(v.valid, %(valid_at)s) AND range_contains_elem(v.known, %(known_at)s)"
+)
+_PAST = "v.valid @> %(valid_at)s AND v.known @> %(known_at)s"
+_KNOWN_INDEXES = (
+    "CREATE INDEX ON {t} (lower(known))",
+    "CREATE INDEX ON {t} (upper(known)) WHERE NOT upper_inf(known)",
+)
+
+
+def _design(key_columns: str, key_types: str, current_gist: bool) -> list[str]:
+    """DDL of a design's table ``{t}`` keyed by ``key_columns``."""
+    equal = ", ".join(f"{c} WITH =" for c in key_columns.split(", "))
+    key = key_columns.replace(", source", "")
+    ddl = [
+        (
+            f"CREATE TABLE {{t}} (version_id bigint PRIMARY KEY, {key_types}, value jsonb, "
+            "valid tstzrange NOT NULL, known tstzrange NOT NULL, "
+            f"EXCLUDE USING gist ({equal}, valid WITH &&, known WITH &&))"
+        ),
+        (
+            f"CREATE INDEX ON {{t}} ({key}, coalesce(upper(valid), 'infinity'), "
+            "coalesce(lower(valid), '-infinity')) WHERE upper_inf(known)"
+        ),
+        *_KNOWN_INDEXES,
+    ]
+    if current_gist:
+        ddl.append(
+            f"CREATE INDEX ON {{t}} USING gist ({key_columns}, valid) WHERE upper_inf(known)"
+        )
+    return ddl
+
+
+DESIGNS: dict[str, dict[str, Any]] = {
+    "text key (as migrated)": {
+        "ddl": _design(
+            "entity, attribute, source", "entity text, attribute text, source text", True
+        ),
+        "columns": "version_id, entity, attribute, source, value, valid, known",
+        "select": "h.version_id, h.entity, h.attribute, h.source, h.value, h.valid, h.known",
+        "where": "v.entity = %(entity)s AND v.attribute = %(attribute)s",
+    },
+    "integer key": {
+        "ddl": _design("key_id, source", "key_id bigint, source text", True),
+        "columns": "version_id, key_id, source, value, valid, known",
+        "select": "h.version_id, h.key_id, h.source, h.value, h.valid, h.known",
+        "where": "v.key_id = (SELECT k.key_id FROM d_key k "
+        "WHERE k.entity = %(entity)s AND k.attribute = %(attribute)s)",
+    },
+    "integer series": {
+        "ddl": _design("series_id", "series_id bigint", True),
+        "columns": "version_id, series_id, value, valid, known",
+        "select": "h.version_id, h.series_id, h.value, h.valid, h.known",
+        "where": "v.series_id = ANY (ARRAY(SELECT k.series_id FROM d_series k "
+        "WHERE k.entity = %(entity)s AND k.attribute = %(attribute)s))",
+    },
+    "integer series, one GiST": {
+        "ddl": _design("series_id", "series_id bigint", False),
+        "columns": "version_id, series_id, value, valid, known",
+        "select": "h.version_id, h.series_id, h.value, h.valid, h.known",
+        "where": "v.series_id = ANY (ARRAY(SELECT k.series_id FROM d_series k "
+        "WHERE k.entity = %(entity)s AND k.attribute = %(attribute)s))",
+    },
+}
+
+# The histories: for series s (key k, source) and change c, the version opened at
+# knowledge time c (valid from day c, open) and closed at c + 1, whose remainder
+# [day c, day c + 1) is re-recorded at c + 1 and stays known; the last change's version
+# stays open. Knowledge times are distinct per key and increasing with c.
+_HISTORY = """
+CREATE UNLOGGED TABLE d_history AS
+SELECT row_number() OVER (ORDER BY known_from, series_id, kind) AS version_id, *
+  FROM (SELECT s.series_id, s.key_id, s.entity, s.attribute, s.source, s.round, kind,
+               pg_catalog.to_jsonb(c) AS value,
+               CASE kind WHEN 0 THEN tstzrange(%(valid)s + c * interval '1 day', NULL, '[)')
+                         ELSE tstzrange(%(valid)s + c * interval '1 day',
+                                        %(valid)s + (c + 1) * interval '1 day', '[)')
+               END AS valid,
+               CASE kind WHEN 0 THEN tstzrange(at_c, CASE WHEN c < %(changes)s - 1
+                                                          THEN at_next END, '[)')
+                         ELSE tstzrange(at_next, NULL, '[)') END AS known,
+               CASE kind WHEN 0 THEN at_c ELSE at_next END AS known_from
+          FROM d_series s
+         CROSS JOIN generate_series(0, %(changes)s - 1) c
+         CROSS JOIN LATERAL (
+             SELECT %(known)s + (c * %(all_keys)s + s.key_id) * interval '1 second' AS at_c,
+                    %(known)s + ((c + 1) * %(all_keys)s + s.key_id) * interval '1 second'
+                        AS at_next) t
+         CROSS JOIN generate_series(0, 1) kind
+         WHERE kind = 0 OR c < %(changes)s - 1) x
+"""
+_KEYS = (
+    (
+        "CREATE TABLE d_key AS SELECT g::bigint AS key_id, 'entity:' || g AS entity, "
+        "'attribute'::text AS attribute, (g - 1) / %(keys)s AS round "
+        "FROM generate_series(1, %(all_keys)s) g"
+    ),
+    "ALTER TABLE d_key ADD PRIMARY KEY (key_id)",
+    "CREATE UNIQUE INDEX ON d_key (entity, attribute)",
+    (
+        "CREATE TABLE d_series AS SELECT (k.key_id - 1) * %(sources)s + s::bigint AS series_id, "
+        "k.key_id, k.entity, k.attribute, 'source:' || s AS source, k.round "
+        "FROM d_key k CROSS JOIN generate_series(1, %(sources)s) s"
+    ),
+    "ALTER TABLE d_series ADD PRIMARY KEY (series_id)",
+    "CREATE UNIQUE INDEX ON d_series (entity, attribute, source)",
+)
+_PLAIN = (
+    "CREATE TABLE d_plain (version_id bigint, entity text, attribute text, source text, "
+    "value jsonb, valid tstzrange, known tstzrange)"
+)
+_PRIMARY_KEY_TABLE = (
+    "CREATE TABLE d_pk AS SELECT g AS id, to_jsonb(g) AS value FROM generate_series(1, %s) g",
+    "ALTER TABLE d_pk ADD PRIMARY KEY (id)",
+)
+PRIMARY_KEY = "SELECT value FROM d_pk WHERE id = %(id)s"
+
+
+def _table(index: int) -> str:
+    return f"d_{index}"
+
+
+def _lookup(design: dict[str, Any], table: str, past: bool) -> str:
+    condition = _PAST if past else _CURRENT
+    return (
+        f"SELECT v.value, v.valid, v.known FROM {table} v "
+        f"WHERE {design['where']} AND {condition} ORDER BY 1::text, 2"
+    )
+
+
+def _insert_round(
+    conn: psycopg.Connection[Any], table: str, design: dict[str, Any], r: int
+) -> float:
+    start = time.perf_counter()
+    conn.execute(
+        f"INSERT INTO {table} ({design['columns']}) SELECT {design['select']} "
+        "FROM d_history h WHERE h.round = %s ORDER BY h.version_id",
+        (r,),
+    )
+    return time.perf_counter() - start
+
+
+def measure(
+    url: str, keys: int, changes: int, rounds: int, samples: int, seed: int
+) -> dict[str, Any]:
+    """Insert rates, lookup times and index sizes of every design (see the docstring)."""
+    rng = random.Random(seed)
+    names = list(DESIGNS)
+    params = {
+        "keys": keys,
+        "all_keys": keys * rounds,
+        "changes": changes,
+        "sources": SOURCES,
+        "valid": VALID_START,
+        "known": KNOWN_START,
+    }
+    with (
+        scratch_database(url, "bitemporal_bench_designs") as db,
+        psycopg.connect(db, autocommit=True) as conn,
+    ):
+        server = conn.info.server_version // 10000
+        conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gist")
+        for statement in _KEYS:
+            conn.execute(statement, params)
+        conn.execute(_HISTORY, params)
+        conn.execute("CREATE INDEX ON d_history (round, version_id)")
+        conn.execute("VACUUM ANALYZE d_history")
+        conn.execute(_PLAIN)
+        for i, name in enumerate(names):
+            for ddl in DESIGNS[name]["ddl"]:
+                conn.execute(ddl.format(t=_table(i)))
+        rows_per_round = _value(conn, "SELECT count(*) FROM d_history WHERE round = 0")
+        seconds: dict[str, list[float]] = {name: [] for name in ["plain", *names]}
+        for r in range(rounds):
+            order = ["plain", *names]
+            order = order[r % len(order) :] + order[: r % len(order)]
+            for name in order:
+                if name == "plain":
+                    start = time.perf_counter()
+                    conn.execute(
+                        "INSERT INTO d_plain SELECT version_id, entity, attribute, source, "
+                        "value, valid, known FROM d_history WHERE round = %s "
+                        "ORDER BY version_id",
+                        (r,),
+                    )
+                    seconds[name].append(time.perf_counter() - start)
+                else:
+                    i = names.index(name)
+                    seconds[name].append(_insert_round(conn, _table(i), DESIGNS[name], r))
+        total = _value(conn, "SELECT count(*) FROM d_history")
+        conn.execute(_PRIMARY_KEY_TABLE[0], (total,))
+        conn.execute(_PRIMARY_KEY_TABLE[1])
+        for i in range(len(names)):
+            conn.execute(f"VACUUM ANALYZE {_table(i)}")
+        conn.execute("VACUUM ANALYZE d_key, d_series, d_pk")
+
+        lookups: dict[str, list[float]] = {"primary key": []}
+        differ = 0
+        for kind in ("current", "past"):
+            for name in names:
+                lookups[f"{name}: {kind}"] = []
+        horizon = KNOWN_START + timedelta(seconds=(changes + 1) * keys * rounds)
+        for _ in range(samples):
+            key_id = rng.randrange(1, keys * rounds + 1)
+            day = rng.randrange(0, changes + 2)
+            question = {
+                "entity": f"entity:{key_id}",
+                "attribute": "attribute",
+                "valid_at": VALID_START + timedelta(days=day, hours=12),
+            }
+            lookups["primary key"].append(server_ms(conn, PRIMARY_KEY, {"id": key_id}))
+            past = KNOWN_START + timedelta(seconds=rng.randrange(0, changes * keys * rounds))
+            for kind, known_at in (("current", horizon), ("past", past)):
+                answers = set()
+                for i, name in enumerate(names):
+                    query = _lookup(DESIGNS[name], _table(i), past=kind == "past")
+                    asked = {**question, "known_at": known_at}
+                    lookups[f"{name}: {kind}"].append(server_ms(conn, query, asked))
+                    answers.add(json.dumps(conn.execute(query, asked).fetchall(), default=str))
+                differ += len(answers) > 1
+        sizes = {
+            name: _value(conn, "SELECT pg_indexes_size(%s::regclass)", (_table(i),))
+            for i, name in enumerate(names)
+        }
+    return {
+        "server_version": server,
+        "keys": keys * rounds,
+        "versions": total,
+        "rows_per_round": rows_per_round,
+        "rounds": rounds,
+        "samples": samples,
+        "insert_seconds": seconds,
+        "lookup_ms": lookups,
+        "index_bytes": sizes,
+        "questions_answered_differently": differ,
+    }
+
+
+def _value(conn: psycopg.Connection[Any], query: str, params: Any = None) -> int:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def report(result: dict[str, Any]) -> str:
+    rows = result["rows_per_round"]
+    plain = rows / statistics.median(result["insert_seconds"]["plain"])
+    pk = statistics.median(result["lookup_ms"]["primary key"])
+    lines = []
+    for name in DESIGNS:
+        rate = rows / statistics.median(result["insert_seconds"][name])
+        current = statistics.median(result["lookup_ms"][f"{name}: current"])
+        past = statistics.median(result["lookup_ms"][f"{name}: past"])
+        lines.append(
+            (
+                name,
+                f"{rate:,.0f} ({rate / plain:.3f})",
+                f"{current:.3f} ({current / pk:.1f}x)",
+                f"{past:.3f} ({past / pk:.1f}x)",
+                f"{result['index_bytes'][name] / 2**20:,.1f}",
+            )
+        )
+    table = format_table(
+        (
+            "design",
+            "insert rows/s (of plain)",
+            "current lookup ms (of PK)",
+            "past lookup ms (of PK)",
+            "index MiB",
+        ),
+        lines,
+    )
+    return (
+        f"PostgreSQL {result['server_version']}: {result['versions']:,} versions of "
+        f"{result['keys']:,} keys, {SOURCES} sources each, inserted in {result['rounds']} "
+        f"rounds of {rows:,}; {result['samples']} questions\n"
+        f"baselines: insert into a table without indexes {plain:,.0f} rows/s; "
+        f"primary-key lookup {pk:.3f} ms\n{table}"
+        f"questions answered differently by the designs: "
+        f"{result['questions_answered_differently']}\n"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks designs", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--url", help="server (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, embedded)"
+    )
+    parser.add_argument("--keys", type=int, default=2_000, help="keys per round")
+    parser.add_argument("--changes", type=int, default=25, help="changes per key and source")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", help="write every figure measured here to this file")
+    args = parser.parse_args(argv)
+    result = measure(
+        database_url(args.url), args.keys, args.changes, args.rounds, args.samples, args.seed
+    )
+    sys.stdout.write(report(result))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump(result, file, indent=1)
+    return 1 if result["questions_answered_differently"] else 0
