@@ -112,10 +112,12 @@ def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:
     # 30 keys a round, 2 rounds, 2 sources, 2 * 4 - 1 versions a source.
     assert "840 versions of 60 keys" in result.stdout
     assert "questions answered differently by the designs: 0" in result.stdout
+    assert "rows written differently from the histories: 0" in result.stdout
     rows = {line.split("  ")[0] for line in result.stdout.splitlines()}
     assert {
         "text key (as migrated)",
         "integer key",
         "integer series",
         "integer series, one GiST",
+        "current-only constraint",
     } <= rows
