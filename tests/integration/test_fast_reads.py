@@ -93,3 +93,64 @@ def test_errors_for_a_known_key(
     with pytest.raises(psycopg.Error) as raised:
         raw.execute(f"SELECT bitemporal.resolve(%s, %s, {args})", (key.entity, key.attribute))
     assert raised.value.sqlstate == sqlstate
+
+
+# check_instant's range, which resolve tests in its own expression and checks with
+# check_instant only outside it (migration 0021): each edge, in time zones either side of
+# UTC (the bounds are instants, never wall-clock times).
+_FIRST, _BEFORE_FIRST = "0001-01-02 00:00:00+00", "0001-01-01 23:59:59.999999+00"
+_LAST, _END = "9999-12-29 23:59:59.999999+00", "9999-12-30 00:00:00+00"
+_RANGE, _FINITE = "is outside the supported range", "question times must be finite"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Kiritimati", "America/St_Johns"])
+@pytest.mark.parametrize(
+    ("valid_at", "known_at", "present", "expected"),
+    [
+        # Inside: an answer (the version is valid from the start of time, known from now).
+        (_FIRST, None, None, "supported"),
+        (_LAST, None, None, "supported"),
+        (None, _FIRST, None, "missing"),
+        (None, _LAST, _LAST, "supported"),
+        # Outside: the error, and which time it names.
+        (_BEFORE_FIRST, None, None, ("BT001", "valid_at ", _RANGE)),
+        (_END, None, None, ("BT001", "valid_at ", _RANGE)),
+        (None, _BEFORE_FIRST, None, ("BT001", "known_at ", _RANGE)),
+        (_LAST, _END, _END, ("BT001", "known_at ", _RANGE)),
+        (_END, _BEFORE_FIRST, None, ("BT001", "valid_at ", _RANGE)),
+        ("infinity", None, None, ("BT001", _FINITE, "")),
+        ("-infinity", None, None, ("BT001", _FINITE, "")),
+        (None, "infinity", "infinity", ("BT001", _FINITE, "")),
+        # An infinite time is reported before one outside the range, and a knowledge time
+        # after the present before either.
+        (_END, "-infinity", None, ("BT001", _FINITE, "")),
+        (_END, _END, _LAST, ("BT003", "knowledge time ", "later than the present")),
+    ],
+)
+def test_question_times_at_the_edges_of_the_range(
+    store: Store,
+    key: Key,
+    raw: psycopg.Connection[Any],
+    zone: str,
+    valid_at: str | None,
+    known_at: str | None,
+    present: str | None,
+    expected: str | tuple[str, str, str],
+) -> None:
+    store.facts.record(key, 1, source="s", valid_from=None)
+    raw.execute("SELECT set_config('TimeZone', %s, false)", (zone,))
+    call = (
+        "SELECT (bitemporal.resolve(%s, %s, %s::timestamptz, %s::timestamptz,"
+        " %s::timestamptz)).status::text"
+    )
+    params = (key.entity, key.attribute, valid_at, known_at, present)
+    if isinstance(expected, str):
+        row = raw.execute(call, params).fetchone()
+        assert row == (expected,)
+        return
+    with pytest.raises(psycopg.Error) as raised:
+        raw.execute(call, params)
+    sqlstate, start, fragment = expected
+    message = raised.value.diag.message_primary or ""
+    assert raised.value.sqlstate == sqlstate, message
+    assert message.startswith(start) and fragment in message, message
