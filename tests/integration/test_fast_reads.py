@@ -95,9 +95,9 @@ def test_errors_for_a_known_key(
     assert raised.value.sqlstate == sqlstate
 
 
-# check_instant's range, which resolve tests in its own expression and checks with
-# check_instant only outside it (migration 0021): each edge, in time zones either side of
-# UTC (the bounds are instants, never wall-clock times).
+# check_instant's range, which the planner inlines into resolve since migration 0021 (a
+# function call only outside it): each edge, in time zones either side of UTC (the bounds
+# are instants, never wall-clock times), and the order of resolve's errors.
 _FIRST, _BEFORE_FIRST = "0001-01-02 00:00:00+00", "0001-01-01 23:59:59.999999+00"
 _LAST, _END = "9999-12-29 23:59:59.999999+00", "9999-12-30 00:00:00+00"
 _RANGE, _FINITE = "is outside the supported range", "question times must be finite"

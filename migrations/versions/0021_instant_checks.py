@@ -1,13 +1,14 @@
-"""Faster reads (issue 15, item 2): resolve checks its question times in its own expression.
+"""Faster reads (issue 15, item 2): range checks of instants without a function call each.
 
 Revision ID: 0021
 Revises: 0020
 Create Date: 2026-12-04
 
-``fast_reads.v2.sql``: ``bitemporal.resolve`` compares both question times with
-``check_instant``'s bounds itself and calls ``check_instant`` only for a time outside
-them, instead of two calls per question; same answers, same errors. The downgrade
-restores the function as ``fast_reads.v1.sql`` defines it.
+``instant_checks.v1.sql``: ``bitemporal_internal.check_instant`` becomes a SQL function
+the planner inlines into its callers (``resolve``, the writes), calling
+``bitemporal_internal.instant_out_of_range`` (new) only for a time outside the range;
+same errors. The downgrade restores check_instant as ``surface.v1.sql`` defines it and
+drops the new function.
 """
 
 from alembic import op
@@ -21,7 +22,7 @@ depends_on = None
 
 # Frozen: a later change to any of these objects is a new versioned file
 # loaded by a new migration, never an edit of this file.
-FILES = ("fast_reads.v2.sql",)
+FILES = ("instant_checks.v1.sql",)
 
 # As 0009 loaded its files: whatever the file's bodies name is bound to pg_catalog.
 PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
@@ -36,5 +37,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(PINNED_PATH)
-    op.execute(previous_definition("fast_reads.v1.sql", "bitemporal.resolve"))
+    op.execute(previous_definition("surface.v1.sql", "bitemporal_internal.check_instant"))
+    op.execute(
+        "DROP FUNCTION bitemporal_internal.instant_out_of_range(text, timestamp with time zone)"
+    )
     op.execute("SET LOCAL search_path TO DEFAULT")
