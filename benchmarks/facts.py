@@ -31,8 +31,8 @@ primary key) and the timeline of one key with ``--timeline-versions`` versions
 (``bitemporal.history``, against a primary-key range scan of as many rows; that
 key is part of every size's fill), from Python also with the garbage collector's
 first threshold raised (``LAZY_COLLECTOR``), to show what Python's cyclic collector
-takes of it: a history builds three objects per version. It prints medians, p99s and ratios to the
-baselines per size, then the lookup times against the number of versions, with
+takes of it (a history builds three objects per version). It prints medians, p99s
+and ratios to the baselines per size, then the lookup times against the number of versions, with
 their ratios to the primary key and to the smallest size (flatness), and issue
 15's goals (``GOALS``: a row per goal, a column per size, each figure marked met
 or not; the fill's time is judged at 10M versions only). Ratios are what to compare across
