@@ -230,3 +230,44 @@ def test_the_owner_cannot_rewrite_an_application_tables_knowledge(
         sql.SQL("SELECT {}.doc_retract(1, valid_from => %s)").format(sql.Identifier(schema)),
         (LATER,),
     )
+
+
+def key_knowledge(store: Store, key: Key) -> datetime:
+    row = store.connection.execute(
+        "SELECT last_known_at FROM bitemporal.fact_key WHERE entity = %s AND attribute = %s",
+        (key.entity, key.attribute),
+    ).fetchone()
+    assert row is not None
+    return row[0]  # type: ignore[no-any-return]
+
+
+def test_every_write_moves_its_keys_knowledge_once(store: Store, key: Key) -> None:
+    """record and retract leave the key's latest knowledge to the knowledge trigger of the
+    versions they write (migration 0022): after each, the key is at the write's time, held by
+    the writing transaction (a second write at that time in it passes, one in another
+    transaction is refused), and a write that changes nothing leaves the key alone."""
+    t1, t2, t3 = (datetime(2026, 1, day, tzinfo=UTC) for day in (1, 2, 3))
+    store.facts.record(key, 1, source="s", valid_from=date(2025, 1, 1), known_at=t1)
+    assert key_knowledge(store, key) == t1
+    with store.transaction():
+        # An interior change: one version closed, two remainders and the new one inserted.
+        store.facts.record(
+            key, 2, source="s", valid_from=date(2025, 3, 1), valid_to=date(2025, 4, 1), known_at=t2
+        )
+        assert key_knowledge(store, key) == t2
+        # The same transaction may write at t2 again: a retraction of the version just
+        # written deletes it (never seen) and re-records its remainder.
+        assert store.facts.retract(
+            key, source="s", valid_from=date(2025, 3, 10), valid_to=date(2025, 3, 20), known_at=t2
+        )
+        assert key_knowledge(store, key) == t2
+    with pytest.raises(KnowledgeTimeInPastError):
+        store.facts.record(key, 3, source="s", valid_from=date(2025, 5, 1), known_at=t2)
+    assert store.facts.retract(key, source="s", valid_from=date(2025, 6, 1), known_at=t3)
+    assert key_knowledge(store, key) == t3
+    # Changes nothing: already retracted, already recorded.
+    assert store.facts.retract(key, source="s", valid_from=date(2025, 7, 1)) == ()
+    assert not store.facts.record(
+        key, 1, source="s", valid_from=date(2025, 1, 1), valid_to=date(2025, 2, 1)
+    ).created
+    assert key_knowledge(store, key) == t3
