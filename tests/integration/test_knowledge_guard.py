@@ -261,8 +261,10 @@ def test_every_write_moves_its_keys_knowledge_once(store: Store, key: Key) -> No
             key, source="s", valid_from=date(2025, 3, 10), valid_to=date(2025, 3, 20), known_at=t2
         )
         assert key_knowledge(store, key) == t2
+    versions = store.facts.history(key)
     with pytest.raises(KnowledgeTimeInPastError):
         store.facts.record(key, 3, source="s", valid_from=date(2025, 5, 1), known_at=t2)
+    assert store.facts.history(key) == versions and key_knowledge(store, key) == t2
     assert store.facts.retract(key, source="s", valid_from=date(2025, 6, 1), known_at=t3)
     assert key_knowledge(store, key) == t3
     # Changes nothing: already retracted, already recorded.
