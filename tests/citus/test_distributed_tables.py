@@ -197,6 +197,34 @@ def test_a_single_key_write_and_read_go_to_the_worker_holding_the_key(
     assert updates and all(named_key.search(c) for c in updates), updates
 
 
+def test_a_single_key_write_commits_in_one_phase(conn: psycopg.Connection[Any]) -> None:
+    """Every version a write inserts goes by value (migration 0023): an INSERT ... SELECT
+    reached the shard by COPY, and Citus commits a transaction that copied in two phases."""
+    store = Store(conn)
+    table, key = "public.spread", {"id": 7, "region": "eu"}
+    store.app_tables.record(table, {**key, "email": "a"}, valid_from=JAN)
+    remote = RemoteCommands(conn)
+    for write in (
+        lambda: store.app_tables.record(table, {**key, "email": "b"}, valid_from=MAR, valid_to=JUN),
+        lambda: store.app_tables.retract(table, key, valid_from=JUN),
+    ):
+        remote.sent.clear()
+        conn.execute("SET citus.log_remote_commands = on")
+        try:
+            write()
+        finally:
+            conn.execute("RESET citus.log_remote_commands")
+        sent = [c for c, _ in remote.sent if "log_remote_commands" not in c]
+        assert sent[-1] == "COMMIT", sent
+        assert not [c for c in sent if c.startswith(("COPY", "PREPARE"))], sent
+        assert len({w for c, w in remote.sent if "log_remote_commands" not in c}) == 1
+    assert [
+        (v.row["email"], v.valid_period.start, v.valid_period.end, v.carried_from is not None)
+        for v in store.app_tables.history(table, key)
+        if v.known_period.end is None
+    ] == [("a", JAN, MAR, True), ("b", MAR, JUN, False)]
+
+
 def test_the_guard_and_the_knowledge_rule_hold_on_the_shards(
     conn: psycopg.Connection[Any],
 ) -> None:

@@ -5,9 +5,9 @@ what the coordinator sent to the workers: every statement of a single-key read o
 must go to the worker holding the key, and name only that key's shards. The reads
 (``as_of``, ``history``, and ``resolve`` as SQL asks it) are one command; the Python API's
 ``resolve`` (which joins the versions its answer rests on) asks on the coordinator and
-sends its few statements to that worker; a write's statements, and its commit, go there too
-(writes are not delegated: they announce their knowledge time on the coordinator, where
-``settled_knowledge_time`` looks for it).
+sends its few statements to that worker; a write's statements, and its commit (in one
+phase), go there too (writes are not delegated: they announce their knowledge time on the
+coordinator, where ``settled_knowledge_time`` looks for it).
 """
 
 from __future__ import annotations
@@ -168,11 +168,17 @@ def test_single_key_writes_go_to_the_keys_worker_alone(
     sent: list[tuple[str, str]] = []
     for write in (
         lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)),
-        lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)),
+        lambda: store.facts.record(
+            key, 3, source="s", valid_from=date(2026, 1, 10), valid_to=date(2026, 1, 20)
+        ),
         lambda: store.facts.retract(key, source="s", valid_from=date(2026, 3, 1)),
     ):
         commands = remote.during(write)
         _single_worker(commands, conn, key)
+        # Committed in one phase: the remainders go by value, not by COPY, which Citus
+        # commits with PREPARE TRANSACTION and COMMIT PREPARED (migration 0023).
+        assert commands[-1][0] == "COMMIT", commands
+        assert not [c for c, _ in commands if c.startswith(("COPY", "PREPARE"))], commands
         sent += commands
     # Every update and delete of a version names its entity: routed, never multi-shard.
     modifying = [c for c, _ in sent if c.startswith(("UPDATE", "DELETE"))]
