@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -29,6 +30,34 @@ class Connect(Protocol):
     def __call__(
         self, *, autocommit: bool = True, user: str | None = None
     ) -> psycopg.Connection[Any]: ...
+
+
+_SERVER = re.compile(r"on server \S+@([\w.]+):(\d+)")
+
+
+class RemoteCommands:
+    """On Citus: the commands the coordinator sends to workers while a block runs, as
+    ``citus.log_remote_commands`` reports them."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.sent: list[tuple[str, str]] = []  # (command, "host:port")
+        conn.add_notice_handler(self._notice)
+
+    def _notice(self, diag: psycopg.errors.Diagnostic) -> None:
+        text, detail = diag.message_primary or "", diag.message_detail or ""
+        if text.startswith("issuing ") and (server := _SERVER.search(detail)):
+            self.sent.append((text.removeprefix("issuing "), f"{server[1]}:{server[2]}"))
+
+    def during(self, call: Callable[[], object]) -> list[tuple[str, str]]:
+        """What ``call`` sent: (command, "host:port") pairs, in order."""
+        self.sent.clear()
+        self.conn.execute("SET citus.log_remote_commands = on")
+        try:
+            call()
+        finally:
+            self.conn.execute("RESET citus.log_remote_commands")
+        return [c for c in self.sent if "log_remote_commands" not in c[0]]
 
 
 class Question(TypedDict):

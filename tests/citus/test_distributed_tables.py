@@ -27,15 +27,13 @@ import bitemporal.alembic_ops  # noqa: F401  (registers the operations)
 from bitemporal import DistributionError, Store
 from bitemporal.database import sqlalchemy_url
 from bitemporal.errors import KnowledgeTimeError, UnknownTableError
-from tests.helpers import CITUS
+from tests.helpers import CITUS, RemoteCommands
 
 pytestmark = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator (the Citus lane)")
 
 JAN = datetime(2026, 1, 1, tzinfo=UTC)
 MAR = datetime(2026, 3, 1, tzinfo=UTC)
 JUN = datetime(2026, 6, 1, tzinfo=UTC)
-
-_SERVER = re.compile(r"on server \S+@([\w.]+):(\d+)")
 
 
 @pytest.fixture
@@ -139,20 +137,6 @@ def test_a_distributed_table_answers_as_one_on_the_coordinator(
     )
 
 
-class RemoteCommands:
-    """The workers each command the coordinator sent while a block ran went to."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
-        self.sent: list[tuple[str, str]] = []
-        conn.add_notice_handler(self._notice)
-
-    def _notice(self, diag: psycopg.errors.Diagnostic) -> None:
-        text, detail = diag.message_primary or "", diag.message_detail or ""
-        if text.startswith("issuing ") and (server := _SERVER.search(detail)):
-            self.sent.append((text.removeprefix("issuing "), f"{server[1]}:{server[2]}"))
-
-
 def _placement(conn: psycopg.Connection[Any], table: str, value: int) -> tuple[int, str]:
     row = conn.execute(
         "SELECT s.shardid, n.nodename || ':' || n.nodeport"
@@ -174,16 +158,15 @@ def test_a_single_key_write_and_read_go_to_the_worker_holding_the_key(
     store.app_tables.record(table, {"id": value, "region": "eu", "email": "a"}, valid_from=JAN)
     shard, worker = _placement(conn, "spread", value)
     key_shard, _ = _placement(conn, "spread_key", value)
-    remote = RemoteCommands(conn)
-    conn.execute("SET citus.log_remote_commands = on")
-    try:
-        store.app_tables.record(table, {"id": value, "region": "eu", "email": "b"}, valid_from=MAR)
-        store.app_tables.as_of(table, {"id": value, "region": "eu"}, valid_at=MAR)
-        store.app_tables.history(table, {"id": value, "region": "eu"})
-        store.app_tables.erase(table, {"id": value, "region": "eu"}, reason="ticket 9")
-    finally:
-        conn.execute("RESET citus.log_remote_commands")
-    sent = [c for c in remote.sent if "log_remote_commands" not in c[0]]
+    key = {"id": value, "region": "eu"}
+
+    def calls() -> None:
+        store.app_tables.record(table, {**key, "email": "b"}, valid_from=MAR)
+        store.app_tables.as_of(table, key, valid_at=MAR)
+        store.app_tables.history(table, key)
+        store.app_tables.erase(table, key, reason="ticket 9")
+
+    sent = RemoteCommands(conn).during(calls)
     # The erasure's row goes to every node (bitemporal.erasures is a reference table);
     # every statement about the table goes to the key's worker.
     about_table = [(c, w) for c, w in sent if "spread" in c]
@@ -208,16 +191,10 @@ def test_a_single_key_write_commits_in_one_phase(conn: psycopg.Connection[Any]) 
         lambda: store.app_tables.record(table, {**key, "email": "b"}, valid_from=MAR, valid_to=JUN),
         lambda: store.app_tables.retract(table, key, valid_from=JUN),
     ):
-        remote.sent.clear()
-        conn.execute("SET citus.log_remote_commands = on")
-        try:
-            write()
-        finally:
-            conn.execute("RESET citus.log_remote_commands")
-        sent = [c for c, _ in remote.sent if "log_remote_commands" not in c]
-        assert sent[-1] == "COMMIT", sent
-        assert not [c for c in sent if c.startswith(("COPY", "PREPARE"))], sent
-        assert len({w for c, w in remote.sent if "log_remote_commands" not in c}) == 1
+        sent = remote.during(write)
+        assert sent[-1][0] == "COMMIT", sent
+        assert not [c for c, _ in sent if c.startswith(("COPY", "PREPARE"))], sent
+        assert len({w for _, w in sent}) == 1, sent
     assert [
         (v.row["email"], v.valid_period.start, v.valid_period.end, v.carried_from is not None)
         for v in store.app_tables.history(table, key)

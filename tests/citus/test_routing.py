@@ -13,7 +13,7 @@ coordinator, where ``settled_knowledge_time`` looks for it).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
@@ -21,35 +21,11 @@ import psycopg
 import pytest
 
 from bitemporal import Key, Store
-from tests.helpers import CITUS, Connect
+from tests.helpers import CITUS, Connect, RemoteCommands
 
 pytestmark = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator (the Citus lane)")
 
-_SERVER = re.compile(r"on server \S+@([\w.]+):(\d+)")
 _SHARD = re.compile(r"bitemporal\.(fact_key|fact_version)_(\d+)")
-
-
-class RemoteCommands:
-    """The commands the coordinator sends to workers while a block runs."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
-        self.sent: list[tuple[str, str]] = []  # (command, "host:port")
-        conn.add_notice_handler(self._notice)
-
-    def _notice(self, diag: psycopg.errors.Diagnostic) -> None:
-        text, detail = diag.message_primary or "", diag.message_detail or ""
-        if text.startswith("issuing ") and (server := _SERVER.search(detail)):
-            self.sent.append((text.removeprefix("issuing "), f"{server[1]}:{server[2]}"))
-
-    def during(self, call: Callable[[], object]) -> list[tuple[str, str]]:
-        self.sent.clear()
-        self.conn.execute("SET citus.log_remote_commands = on")
-        try:
-            call()
-        finally:
-            self.conn.execute("RESET citus.log_remote_commands")
-        return [c for c in self.sent if "log_remote_commands" not in c[0]]
 
 
 @pytest.fixture
