@@ -70,6 +70,17 @@ class Question(TypedDict):
 #: The suite runs against a Citus coordinator (tests/conftest.py).
 CITUS = os.environ.get("BITEMPORAL_TEST_CITUS") == "1"
 
+#: The suite runs on the partitioned layout (tests/conftest.py).
+PARTITIONED = bool(os.environ.get("BITEMPORAL_TEST_PARTITIONS"))
+
+
+def examples(full: int, repeated: int) -> int:
+    """How many examples a slow hypothesis test runs: ``full`` on the default layout of a
+    single server; ``repeated`` where CI repeats the suite on another layout (partitioned,
+    Citus), on which each example is slower and whose run would otherwise set CI's time.
+    The default-layout runs check the same properties against the same model in full."""
+    return repeated if CITUS or PARTITIONED else full
+
 
 #: Tests of the invalidation NOTIFY: not sent on Citus, where changes() is the feed.
 no_notify_on_citus = pytest.mark.not_on_citus(

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 from bitemporal import BitemporalError, Store, TableVersion, UnknownKeyError
+from tests.helpers import examples
 from tests.reference_model import FactModel, Period
 from tests.reference_model import Version as ModelVersion
 from tests.strategies import (
@@ -94,7 +95,9 @@ def apply(
 
 
 @settings(
-    deadline=None, max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    deadline=None,
+    max_examples=examples(30, 10),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_application_table_agrees_with_the_model(

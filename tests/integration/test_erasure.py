@@ -28,7 +28,7 @@ from bitemporal import (
     Store,
     UnknownKeyError,
 )
-from tests.helpers import CITUS, Connect, at, run_cli
+from tests.helpers import Connect, at, examples, run_cli
 from tests.integration.test_properties import apply, assert_same_answer, fresh_key
 from tests.reference_model import FactModel
 from tests.strategies import GRID, KNOWN_BASE, NOW, US, VALID_QUESTIONS, knowledge_times, scenarios
@@ -263,11 +263,9 @@ def test_erasure_serialises_with_a_concurrent_write(connect: Connect, key: Key) 
     assert setup.facts.erase(key, reason="once more") is not None
 
 
-# On Citus an example takes seconds (its writes are round trips to a worker, its erasure a
-# distributed transaction): fewer there, the plain lanes run the full count.
 @settings(
     deadline=None,
-    max_examples=15 if CITUS else 60,
+    max_examples=examples(60, 15),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())

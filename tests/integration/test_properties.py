@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from bitemporal import Answer, Key, Store, Version
-from tests.helpers import CITUS
+from tests.helpers import examples
 from tests.reference_model import FactModel, ModelAnswer, Period
 from tests.reference_model import Version as ModelVersion
 from tests.strategies import (
@@ -135,11 +135,9 @@ def overlapping_versions(conn: psycopg.Connection[Any], key: Key) -> list[tuple[
     ).fetchall()
 
 
-# On Citus every write is several round trips to a worker: fewer examples there (the
-# plain lanes run the full count against the same model).
 @settings(
     deadline=None,
-    max_examples=30 if CITUS else 100,
+    max_examples=examples(100, 30),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
@@ -193,7 +191,9 @@ def test_sql_functions_agree_with_the_model(
 
 
 @settings(
-    deadline=None, max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    deadline=None,
+    max_examples=examples(50, 15),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_writes_in_one_transaction_share_one_knowledge_time(

@@ -42,7 +42,7 @@ from bitemporal import (
     UnknownKeyError,
     cli,
 )
-from tests.helpers import CITUS
+from tests.helpers import examples
 from tests.strategies import GRID  # bound 0: open start, len(GRID) + 1: open end
 
 #: Explicit knowledge times: hours after this, all in the past.
@@ -200,11 +200,9 @@ def summary(results: list[Recorded], tx: datetime) -> list[tuple[bool, Any, int]
     ]
 
 
-# On Citus each example's record() calls are round trips to a worker, and each statement of
-# record_many a query of every shard: fewer examples there, the plain lanes run the full count.
 @settings(
     deadline=None,
-    max_examples=40 if CITUS else 150,
+    max_examples=examples(150, 40),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(scenario=scenarios())
