@@ -45,7 +45,7 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 import bitemporal
-from tests.helpers import CITUS, Connect, DatabaseFactory
+from tests.helpers import CITUS, PARTITIONS, Connect, DatabaseFactory
 
 
 def with_database(url: str, name: str) -> str:
@@ -173,15 +173,10 @@ def _drop_database(server_url: str, name: str) -> None:
                     time.sleep(1)
 
 
-def _partitions() -> int | None:
-    value = os.environ.get("BITEMPORAL_TEST_PARTITIONS")
-    return int(value) if value else None
-
-
 @pytest.fixture(scope="session")
 def partitions() -> int | None:
     """Partitions of the version table in the databases the tests migrate (None: default layout)."""
-    return _partitions()
+    return PARTITIONS
 
 
 class Databases:
@@ -314,7 +309,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             assert reason, f"{item.nodeid}: not_on_citus needs a reason"
             item.add_marker(pytest.mark.skip(reason=f"not on Citus: {reason}"))
         # A partitioned run would repeat the default run's test exactly.
-        if _partitions() and (marker := item.get_closest_marker("default_layout_only")):
+        if PARTITIONS and (marker := item.get_closest_marker("default_layout_only")):
             reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
             assert reason, f"{item.nodeid}: default_layout_only needs a reason"
             item.add_marker(pytest.mark.skip(reason=f"default layout only: {reason}"))

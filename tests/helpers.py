@@ -70,8 +70,13 @@ class Question(TypedDict):
 #: The suite runs against a Citus coordinator (tests/conftest.py).
 CITUS = os.environ.get("BITEMPORAL_TEST_CITUS") == "1"
 
-#: The suite runs on the partitioned layout (tests/conftest.py).
-PARTITIONED = bool(os.environ.get("BITEMPORAL_TEST_PARTITIONS"))
+#: Partitions of the version table in the databases the tests migrate (tests/conftest.py;
+#: None: the default layout).
+PARTITIONS = (
+    int(os.environ["BITEMPORAL_TEST_PARTITIONS"])
+    if os.environ.get("BITEMPORAL_TEST_PARTITIONS")
+    else None
+)
 
 
 def examples(full: int, repeated: int) -> int:
@@ -79,7 +84,7 @@ def examples(full: int, repeated: int) -> int:
     single server; ``repeated`` where CI repeats the suite on another layout (partitioned,
     Citus), on which each example is slower and whose run would otherwise set CI's time.
     The default-layout runs check the same properties against the same model in full."""
-    return repeated if CITUS or PARTITIONED else full
+    return repeated if CITUS or PARTITIONS else full
 
 
 #: Tests of the invalidation NOTIFY: not sent on Citus, where changes() is the feed.
