@@ -89,15 +89,12 @@ _HISTORY = (
     "FROM bitemporal.history(%s, %s) h ORDER BY h.version_id"
 )
 _RESOLVE = (
-    "SELECT a.status::text, a.value, a.values, a.valid_at, a.known_at, "
-    f"a.interpretation::text, a.present, a.version_ids, {_VERSION_BOUNDS('v')} "
-    "FROM bitemporal.resolve(%s, %s, %s, %s, %s) a "
-    # The versions the answer rests on, all those eligible at its question. Through
-    # as_of rather than a join with the version table: on Citus, a query that reads a
-    # distributed table runs on the worker holding the key, function calls and all,
-    # and resolve's own queries cannot run from there.
-    "LEFT JOIN bitemporal.as_of(%s, %s, a.valid_at, a.known_at) v ON true "
-    "ORDER BY v.version_id"
+    "SELECT (r.answer).status::text, (r.answer).value, (r.answer).values, "
+    "(r.answer).valid_at, (r.answer).known_at, (r.answer).interpretation::text, "
+    f"(r.answer).present, (r.answer).version_ids, {_VERSION_BOUNDS('(r.version)')} "
+    # The versions the answer rests on, all those eligible at its question, in the same
+    # call: on Citus it is delegated whole to the worker holding the key (one command).
+    "FROM bitemporal.resolve_versions(%s, %s, %s, %s, %s) r ORDER BY (r.version).version_id"
 )
 
 
@@ -270,7 +267,7 @@ class FactOperations:
         )
         # The answer's version ids against the eligible versions (operations.whole).
         rows = yield from whole(
-            Statement(_RESOLVE, (*args, key.entity, key.attribute), binary=True),
+            Statement(_RESOLVE, args, binary=True),
             lambda rows: sorted(rows[0][7]) == [r[8] for r in rows if r[8] is not None],
             f"the versions of {key}",
         )

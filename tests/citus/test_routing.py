@@ -3,11 +3,11 @@
 What ``citus.log_remote_commands`` shows for each call of the Python API is the whole of
 what the coordinator sent to the workers: every statement of a single-key read or write
 must go to the worker holding the key, and name only that key's shards. The reads
-(``as_of``, ``history``, and ``resolve`` as SQL asks it) are one command; the Python API's
-``resolve`` (which joins the versions its answer rests on) asks on the coordinator and
-sends its few statements to that worker; a write's statements, and its commit (in one
-phase), go there too (writes are not delegated: they announce their knowledge time on the
-coordinator, where ``settled_knowledge_time`` looks for it).
+(``as_of``, ``history``, ``resolve`` as SQL asks it, and the Python API's ``resolve``, which
+asks ``resolve_versions`` for the versions its answer rests on too) are one command; a
+write's statements, and its commit (in one phase), go there too (writes are not delegated:
+they announce their knowledge time on the coordinator, where ``settled_knowledge_time``
+looks for it).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ def test_the_store_is_distributed_by_entity_and_co_located(
         "bitemporal.as_of",
         "bitemporal.history",
         "bitemporal.resolve",
+        "bitemporal.resolve_versions",
     ]
     assert {index for _, index in delegated} == {0}
 
@@ -100,12 +101,15 @@ def test_single_key_reads_are_one_command_on_the_keys_worker(
     store.facts.record(key, 1, source="s")
     store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1))
     remote = RemoteCommands(conn)
-    for read in (lambda: store.facts.as_of(key), lambda: store.facts.history(key)):
+    for read in (
+        lambda: store.facts.as_of(key),
+        lambda: store.facts.history(key),
+        # The answer and its versions in one call (migration 0025; three commands before).
+        lambda: store.facts.resolve(key),
+    ):
         commands = remote.during(read)
         _single_worker(commands, conn, key)
         assert len(commands) == 1, commands
-    commands = remote.during(lambda: store.facts.resolve(key))
-    _single_worker(commands, conn, key)
 
 
 def test_resolve_in_sql_is_one_command_on_the_keys_worker(
