@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Generator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
@@ -46,12 +46,15 @@ class Statement:
     """One statement; the runner sends back its rows (a list, empty if it returns none),
     as tuples, or as dicts when ``dicts``. ``binary``: results in PostgreSQL's binary
     format, read without parsing text (:func:`bitemporal.adapters.cursor`), for
-    statements whose instants are all finite."""
+    statements whose instants are all finite. ``snapshot``: a read whose parts must come
+    from one snapshot (:func:`whole` asks again with it); on an idle autocommit connection
+    the runner gives it a ``REPEATABLE READ`` transaction of its own."""
 
     sql: Any  # str or a psycopg.sql.Composable
     params: Any = None
     dicts: bool = False
     binary: bool = False
+    snapshot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +106,14 @@ def whole(statement: Statement, agrees: Callable[[list[Any]], bool], what: str) 
     agree. On Citus each query that a statement (or a function it calls on the
     coordinator) sends to the key's worker takes a snapshot of its own under READ
     COMMITTED: a write committed between two of them makes the parts disagree, and the
-    statement is asked again, :data:`READ_ATTEMPTS` times at most."""
-    for _ in range(READ_ATTEMPTS):
-        rows: list[Any] = yield statement
+    statement is asked again, :data:`READ_ATTEMPTS` times at most. Asked again, it
+    asks for one snapshot (``Statement.snapshot``): on an idle autocommit connection
+    it runs in a ``REPEATABLE READ`` transaction, in which Citus sends its queries to
+    the worker in one transaction at that level, so the second answer is whole. In the
+    caller's transaction the isolation is the caller's, and the statement is asked
+    again as it is."""
+    for attempt in range(READ_ATTEMPTS):
+        rows: list[Any] = yield statement if attempt == 0 else replace(statement, snapshot=True)
         if agrees(rows):
             return rows
     raise SerializationError(

@@ -165,7 +165,40 @@ def _returns_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
     return result is not None and result.status == pq.ExecStatus.TUPLES_OK
 
 
+#: Begins the transaction of a read that asks for one snapshot (:func:`_own_snapshot`).
+#: On Citus a coordinator transaction reaches each worker over one connection, in a
+#: transaction begun at the coordinator's isolation level: its queries there share one
+#: snapshot, where each of a statement run alone takes its own.
+SNAPSHOT_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+def _own_snapshot(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Step) -> bool:
+    """Whether ``step`` runs in a transaction of its own at ``REPEATABLE READ``: a
+    statement that asks for one snapshot (:attr:`Statement.snapshot`), on an idle
+    autocommit connection. A caller's transaction keeps the caller's isolation."""
+    return (
+        isinstance(step, Statement)
+        and step.snapshot
+        and conn.autocommit
+        and conn.info.transaction_status == TransactionStatus.IDLE
+    )
+
+
 def _execute(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
+    if not _own_snapshot(conn, step):
+        return _fetch(conn, step)
+    conn.execute(SNAPSHOT_BEGIN)
+    try:
+        rows = _fetch(conn, step)
+    except BaseException:
+        if not conn.broken:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return rows
+
+
+def _fetch(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
     with cursor(conn, _rows(step), binary=_binary(step)) as cur:
         if isinstance(step, Copy):
             with cur.copy(step.sql) as copy:
@@ -177,6 +210,20 @@ def _execute(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
 
 
 async def _execute_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[Any]:
+    if not _own_snapshot(conn, step):
+        return await _fetch_async(conn, step)
+    await conn.execute(SNAPSHOT_BEGIN)
+    try:
+        rows = await _fetch_async(conn, step)
+    except BaseException:
+        if not conn.broken:
+            await conn.execute("ROLLBACK")
+        raise
+    await conn.execute("COMMIT")
+    return rows
+
+
+async def _fetch_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[Any]:
     async with async_cursor(conn, _rows(step), binary=_binary(step)) as cur:
         if isinstance(step, Copy):
             async with cur.copy(step.sql) as copy:
