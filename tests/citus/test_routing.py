@@ -147,12 +147,20 @@ def test_single_key_writes_go_to_the_keys_worker_alone(
     remote = RemoteCommands(conn)
     sent: list[tuple[str, str]] = []
     start, end = date(2026, 1, 10), date(2026, 1, 20)  # an interior change
+    # Each write's statements that change versions: one UPDATE for the version it ends,
+    # and its remainders and new version in one INSERT (migration 0027).
     for write, changes in (
-        (lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)), True),
-        (lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end), True),
+        (lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)), 2),
+        (lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end), 2),
         # Already known: a no-op, which reads as much and writes nothing.
-        (lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end), False),
-        (lambda: store.facts.retract(key, source="s", valid_from=date(2026, 3, 1)), True),
+        (lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end), 0),
+        # Inside the version valid from the 20th: both of its remainders in one INSERT.
+        (
+            lambda: store.facts.retract(
+                key, source="s", valid_from=date(2026, 3, 1), valid_to=date(2026, 3, 2)
+            ),
+            2,
+        ),
     ):
         commands = remote.during(write)
         _single_worker(commands, conn, key)
@@ -164,7 +172,7 @@ def test_single_key_writes_go_to_the_keys_worker_alone(
         reads = [c for c, _ in commands if c.startswith("SELECT") and "fact_version_" in c]
         assert len(reads) == 1, commands
         written = [c for c, _ in commands if c.startswith(("INSERT", "UPDATE", "DELETE"))]
-        assert bool(written) == changes, commands
+        assert len(written) == changes, commands
         sent += commands
     # Every update and delete of a version names its entity: routed, never multi-shard.
     modifying = [c for c, _ in sent if c.startswith(("UPDATE", "DELETE"))]
