@@ -13,6 +13,12 @@ SQLAlchemy connection or session) and how a call uses one:
   autocommit, the caller's implicit transaction is opened first, so that the
   block is a savepoint in it rather than a transaction committed at its end.
 
+A read asked again for one snapshot (a torn read: :func:`bitemporal.operations.whole`)
+runs in a ``REPEATABLE READ READ ONLY`` transaction of its own where the call owns the
+connection's transaction: on an idle autocommit connection, or on one it borrowed from a
+pool for its reads alone (their implicit transaction is committed first, as the pool would
+commit it); in a caller's transaction it keeps the caller's isolation.
+
 So a refused write leaves the store, and the caller's transaction, as they
 were. With a pool, each call borrows a connection (the pool commits it when it
 is given back) except inside :meth:`Runner.transaction`, which keeps one
@@ -184,7 +190,30 @@ def _own_snapshot(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], 
     )
 
 
-def _execute(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
+def _borrowed_read(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Step
+) -> bool:
+    """Whether ``step`` asks for one snapshot on a connection outside autocommit that the
+    call borrowed from a pool for its reads alone: its implicit transaction then holds
+    nothing but the call's earlier reads, which may end, as the pool would end them."""
+    return isinstance(step, Statement) and step.snapshot and not conn.autocommit
+
+
+def _borrows(access: Access, pool: bool, pinned: ContextVar[Any]) -> bool:
+    """Whether a call borrows its connection from a pool for reads alone (not inside
+    :meth:`Runner.transaction`, which keeps one connection for its block)."""
+    return pool and access is Access.READ and pinned.get() is None
+
+
+def _execute(conn: psycopg.Connection[Any], step: Step, borrowed: bool = False) -> list[Any]:
+    if borrowed and _borrowed_read(conn, step):
+        conn.commit()
+        conn.autocommit = True
+        try:
+            return _execute(conn, step)
+        finally:
+            if not conn.broken:
+                conn.autocommit = False
     if not _own_snapshot(conn, step):
         return _fetch(conn, step)
     conn.execute(SNAPSHOT_BEGIN)
@@ -209,7 +238,17 @@ def _fetch(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
         return cur.fetchall() if _returns_rows(cur) else []
 
 
-async def _execute_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[Any]:
+async def _execute_async(
+    conn: psycopg.AsyncConnection[Any], step: Step, borrowed: bool = False
+) -> list[Any]:
+    if borrowed and _borrowed_read(conn, step):
+        await conn.commit()
+        await conn.set_autocommit(True)
+        try:
+            return await _execute_async(conn, step)
+        finally:
+            if not conn.broken:
+                await conn.set_autocommit(False)
     if not _own_snapshot(conn, step):
         return await _fetch_async(conn, step)
     await conn.execute(SNAPSHOT_BEGIN)
@@ -277,10 +316,11 @@ class Runner:
         """Execute an operation (see :mod:`bitemporal.operations`)."""
         if isinstance(first, Done):
             return first.value
+        borrowed = _borrows(access, self._pool, self._pinned)
         with self.block(access) as conn:
             step: Step | Done[T] = first
             while not isinstance(step, Done):
-                step = advance(steps, _execute(conn, step))
+                step = advance(steps, _execute(conn, step, borrowed))
             return step.value
 
 
@@ -324,8 +364,9 @@ class AsyncRunner:
         """Execute an operation (see :mod:`bitemporal.operations`)."""
         if isinstance(first, Done):
             return first.value
+        borrowed = _borrows(access, self._pool, self._pinned)
         async with self.block(access) as conn:
             step: Step | Done[T] = first
             while not isinstance(step, Done):
-                step = advance(steps, await _execute_async(conn, step))
+                step = advance(steps, await _execute_async(conn, step, borrowed))
             return step.value
