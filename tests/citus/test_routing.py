@@ -4,10 +4,10 @@ What ``citus.log_remote_commands`` shows for each call of the Python API is the 
 what the coordinator sent to the workers: every statement of a single-key read or write
 must go to the worker holding the key, and name only that key's shards. The reads
 (``as_of``, ``history``, ``resolve`` as SQL asks it, and the Python API's ``resolve``, which
-asks ``resolve_versions`` for the versions its answer rests on too) are one command; a
-write's statements, and its commit (in one phase), go there too (writes are not delegated:
-they announce their knowledge time on the coordinator, where ``settled_knowledge_time``
-looks for it).
+asks ``resolve_versions`` for the versions its answer rests on too) are one command; so is
+what a write does to its key (``bitemporal_internal.write_key``, delegated inside the
+write's transaction, after it announced its knowledge time on the coordinator, where
+``settled_knowledge_time`` looks for it), then its commit, in one phase.
 """
 
 from __future__ import annotations
@@ -65,17 +65,21 @@ def test_the_store_is_distributed_by_entity_and_co_located(
     colocation = {name: group for name, _, group, _ in rows}
     assert colocation["bitemporal.fact_key"] == colocation["bitemporal.fact_version"]
     delegated = conn.execute(
-        "SELECT objid::regprocedure::text, distribution_argument_index"
+        "SELECT objid::regprocedure::text, distribution_argument_index,"
+        "       coalesce(force_delegation, false)"
         "  FROM pg_dist_object WHERE classid = 'pg_proc'::regclass"
         "   AND distribution_argument_index IS NOT NULL ORDER BY 1"
     ).fetchall()
-    assert [name.split("(")[0] for name, _ in delegated] == [
-        "bitemporal.as_of",
-        "bitemporal.history",
-        "bitemporal.resolve",
-        "bitemporal.resolve_versions",
+    # The reads, and the write that record and retract call inside their transaction,
+    # which only a forced delegation reaches there (migration 0028).
+    assert [(name.split("(")[0], forced) for name, _, forced in delegated] == [
+        ("bitemporal.as_of", False),
+        ("bitemporal.history", False),
+        ("bitemporal.resolve", False),
+        ("bitemporal.resolve_versions", False),
+        ("bitemporal_internal.write_key", True),
     ]
-    assert {index for _, index in delegated} == {0}
+    assert {index for _, index, _ in delegated} == {0}
 
 
 def test_keys_spread_over_both_workers(conn: psycopg.Connection[Any]) -> None:
@@ -145,42 +149,39 @@ def test_single_key_writes_go_to_the_keys_worker_alone(
     store = Store(conn)
     store.facts.record(key, 1, source="s")
     remote = RemoteCommands(conn)
-    sent: list[tuple[str, str]] = []
     start, end = date(2026, 1, 10), date(2026, 1, 20)  # an interior change
-    # Each write's statements that change versions: one UPDATE for the version it ends,
-    # and its remainders and new version in one INSERT (migration 0027).
-    for write, changes in (
-        (lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)), 2),
-        (lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end), 2),
-        # Already known: a no-op, which reads as much and writes nothing.
-        (lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end), 0),
-        # Inside the version valid from the 20th: both of its remainders in one INSERT.
+    for write, changed in (
+        (lambda: store.facts.record(key, 2, source="s", valid_from=date(2026, 1, 1)).created, True),
         (
-            lambda: store.facts.retract(
-                key, source="s", valid_from=date(2026, 3, 1), valid_to=date(2026, 3, 2)
+            lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end).created,
+            True,
+        ),
+        # Already known: a no-op.
+        (
+            lambda: store.facts.record(key, 3, source="s", valid_from=start, valid_to=end).created,
+            False,
+        ),
+        # Inside the version valid from the 20th.
+        (
+            lambda: bool(
+                store.facts.retract(
+                    key, source="s", valid_from=date(2026, 3, 1), valid_to=date(2026, 3, 2)
+                )
             ),
-            2,
+            True,
         ),
     ):
-        commands = remote.during(write)
+        result: list[object] = []
+        commands = remote.during(lambda w=write, r=result: r.append(w()))  # type: ignore[misc]
+        assert result == [changed]
         _single_worker(commands, conn, key)
-        # Committed in one phase: the remainders go by value, not by COPY, which Citus
-        # commits with PREPARE TRANSACTION and COMMIT PREPARED (migration 0023).
+        # Everything the write does to the key is one delegated call on the key's worker
+        # (migration 0028: it was a command per statement, five for an interior change),
+        # committed in one phase, never with PREPARE TRANSACTION and COMMIT PREPARED.
+        work = [c for c, _ in commands if not c.startswith(("BEGIN", "COMMIT"))]
+        assert len(work) == 1 and "bitemporal_internal.write_key(" in work[0], commands
         assert commands[-1][0] == "COMMIT", commands
         assert not [c for c, _ in commands if c.startswith(("COPY", "PREPARE"))], commands
-        # The versions a write may cut are read once, the no-op test included (0024).
-        reads = [c for c, _ in commands if c.startswith("SELECT") and "fact_version_" in c]
-        assert len(reads) == 1, commands
-        written = [c for c, _ in commands if c.startswith(("INSERT", "UPDATE", "DELETE"))]
-        assert len(written) == changes, commands
-        sent += commands
-    # Every update and delete of a version names its entity: routed, never multi-shard.
-    modifying = [c for c, _ in sent if c.startswith(("UPDATE", "DELETE"))]
-    assert any(c.startswith("UPDATE bitemporal.fact_version") for c in modifying), modifying
-    assert all("entity" in c for c in modifying), modifying
-    # The key's latest knowledge is moved on the worker, by the knowledge trigger of the
-    # versions written, and not sent again (migration 0022).
-    assert not [c for c in modifying if c.startswith("UPDATE bitemporal.fact_key")], modifying
 
 
 def test_a_key_lookup_is_a_router_plan(conn: psycopg.Connection[Any], key: Key) -> None:

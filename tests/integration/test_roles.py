@@ -66,8 +66,8 @@ DIRECT_WRITES = [
     "UPDATE bitemporal.fact_key SET last_known_at = now() WHERE entity = %(e)s",
     "UPDATE bitemporal.memory_item SET pinned = true",
     (
-        "SELECT bitemporal_internal.cut("
-        "%(e)s, 'attachment_limit_mb', 'policy', tstzrange(NULL, NULL), now())"
+        "SELECT bitemporal_internal.write_key(%(e)s, 'attachment_limit_mb', 'policy', "
+        "tstzrange(NULL, NULL), now(), NULL, '1', NULL, true)"
     ),
 ]
 
