@@ -47,8 +47,9 @@ class Statement:
     as tuples, or as dicts when ``dicts``. ``binary``: results in PostgreSQL's binary
     format, read without parsing text (:func:`bitemporal.adapters.cursor`), for
     statements whose instants are all finite. ``snapshot``: a read whose parts must come
-    from one snapshot (:func:`whole` asks again with it); on an idle autocommit connection
-    the runner gives it a ``REPEATABLE READ`` transaction of its own."""
+    from one snapshot (:func:`whole` asks again with it); where the call owns the
+    connection's transaction (an idle autocommit connection, or one a read borrowed from a
+    pool) the runner gives it a ``REPEATABLE READ`` transaction of its own."""
 
     sql: Any  # str or a psycopg.sql.Composable
     params: Any = None
@@ -107,11 +108,11 @@ def whole(statement: Statement, agrees: Callable[[list[Any]], bool], what: str) 
     coordinator) sends to the key's worker takes a snapshot of its own under READ
     COMMITTED: a write committed between two of them makes the parts disagree, and the
     statement is asked again, :data:`READ_ATTEMPTS` times at most. Asked again, it
-    asks for one snapshot (``Statement.snapshot``): on an idle autocommit connection
-    it runs in a ``REPEATABLE READ`` transaction, in which Citus sends its queries to
-    the worker in one transaction at that level, so the second answer is whole. In the
-    caller's transaction the isolation is the caller's, and the statement is asked
-    again as it is."""
+    asks for one snapshot (``Statement.snapshot``): on an idle autocommit connection, or
+    one a read borrowed from a pool, it runs in a ``REPEATABLE READ`` transaction, in
+    which Citus sends its queries to the worker in one transaction at that level, so the
+    second answer is whole. In the caller's transaction the isolation is the caller's,
+    and the statement is asked again as it is."""
     for attempt in range(READ_ATTEMPTS):
         rows: list[Any] = yield statement if attempt == 0 else replace(statement, snapshot=True)
         if agrees(rows):

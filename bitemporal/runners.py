@@ -171,32 +171,11 @@ def _returns_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
     return result is not None and result.status == pq.ExecStatus.TUPLES_OK
 
 
-#: Begins the transaction of a read that asks for one snapshot (:func:`_own_snapshot`).
+#: Begins the transaction of a read that asks for one snapshot (:func:`_execute`).
 #: On Citus a coordinator transaction reaches each worker over one connection, in a
 #: transaction begun at the coordinator's isolation level: its queries there share one
 #: snapshot, where each of a statement run alone takes its own.
 SNAPSHOT_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-
-
-def _own_snapshot(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Step) -> bool:
-    """Whether ``step`` runs in a transaction of its own at ``REPEATABLE READ``: a
-    statement that asks for one snapshot (:attr:`Statement.snapshot`), on an idle
-    autocommit connection. A caller's transaction keeps the caller's isolation."""
-    return (
-        isinstance(step, Statement)
-        and step.snapshot
-        and conn.autocommit
-        and conn.info.transaction_status == TransactionStatus.IDLE
-    )
-
-
-def _borrowed_read(
-    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Step
-) -> bool:
-    """Whether ``step`` asks for one snapshot on a connection outside autocommit that the
-    call borrowed from a pool for its reads alone: its implicit transaction then holds
-    nothing but the call's earlier reads, which may end, as the pool would end them."""
-    return isinstance(step, Statement) and step.snapshot and not conn.autocommit
 
 
 def _borrows(access: Access, pool: bool, pinned: ContextVar[Any]) -> bool:
@@ -205,17 +184,33 @@ def _borrows(access: Access, pool: bool, pinned: ContextVar[Any]) -> bool:
     return pool and access is Access.READ and pinned.get() is None
 
 
+def _snapshot(step: Step) -> bool:
+    return isinstance(step, Statement) and step.snapshot
+
+
+def _idle_autocommit(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    return conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+
+
 def _execute(conn: psycopg.Connection[Any], step: Step, borrowed: bool = False) -> list[Any]:
-    if borrowed and _borrowed_read(conn, step):
+    """Runs ``step``; a read asking for one snapshot in a transaction of its own where the
+    call owns the connection's transaction (module docstring)."""
+    if not _snapshot(step):
+        return _fetch(conn, step)
+    if borrowed and not conn.autocommit:
+        # Its implicit transaction holds only this call's reads: end it, as the pool
+        # would, and ask as on an autocommit connection.
         conn.commit()
         conn.autocommit = True
         try:
-            return _execute(conn, step)
+            return _in_own_snapshot(conn, step)
         finally:
             if not conn.broken:
                 conn.autocommit = False
-    if not _own_snapshot(conn, step):
-        return _fetch(conn, step)
+    return _in_own_snapshot(conn, step) if _idle_autocommit(conn) else _fetch(conn, step)
+
+
+def _in_own_snapshot(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
     conn.execute(SNAPSHOT_BEGIN)
     try:
         rows = _fetch(conn, step)
@@ -241,16 +236,23 @@ def _fetch(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
 async def _execute_async(
     conn: psycopg.AsyncConnection[Any], step: Step, borrowed: bool = False
 ) -> list[Any]:
-    if borrowed and _borrowed_read(conn, step):
+    """:func:`_execute` for the async API."""
+    if not _snapshot(step):
+        return await _fetch_async(conn, step)
+    if borrowed and not conn.autocommit:
         await conn.commit()
         await conn.set_autocommit(True)
         try:
-            return await _execute_async(conn, step)
+            return await _in_own_snapshot_async(conn, step)
         finally:
             if not conn.broken:
                 await conn.set_autocommit(False)
-    if not _own_snapshot(conn, step):
-        return await _fetch_async(conn, step)
+    if _idle_autocommit(conn):
+        return await _in_own_snapshot_async(conn, step)
+    return await _fetch_async(conn, step)
+
+
+async def _in_own_snapshot_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[Any]:
     await conn.execute(SNAPSHOT_BEGIN)
     try:
         rows = await _fetch_async(conn, step)

@@ -168,3 +168,52 @@ def test_answers_at_settled_times_never_change_under_concurrent_writers(
     assert versions > 20
     assert [s for s, _ in captured] == sorted(s for s, _ in captured)
     assert changed == [], f"{len(changed)} of {len(captured)} settled answers changed"
+
+
+def test_a_write_waiting_for_its_keys_lock_holds_the_settled_time_back(url: str) -> None:
+    """record announces its knowledge time before it waits for the key's lock (migration
+    0028), so a settled time asked meanwhile stays before it, and the write records at its
+    own transaction time rather than being moved past the settled time."""
+    key = Key(f"waiting:{uuid.uuid4().hex[:8]}", "limit")
+    with psycopg.connect(url, autocommit=True) as first:
+        Store(first).facts.record(key, 1, source="s")
+    with (
+        psycopg.connect(url) as holder,
+        psycopg.connect(url) as writer,
+        psycopg.connect(url, autocommit=True) as asker,
+    ):
+        holder.execute(
+            "SELECT FROM bitemporal.fact_key WHERE entity = %s AND attribute = %s FOR UPDATE",
+            (key.entity, key.attribute),
+        )
+        wrote: dict[str, datetime] = {}
+
+        def write() -> None:
+            row = writer.execute(
+                "SELECT (bitemporal.record(%s, %s, 's', '2')).known_at", (key.entity, key.attribute)
+            ).fetchone()
+            now = writer.execute("SELECT bitemporal.transaction_time()").fetchone()
+            assert row is not None and now is not None
+            wrote["known_at"], wrote["transaction_time"] = row[0], now[0]
+            writer.commit()
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        try:
+            # Its announcement (an advisory lock) comes before it waits for the key.
+            deadline = time.monotonic() + 10
+            while not asker.execute(
+                "SELECT 1 FROM pg_locks WHERE pid = %s AND locktype = 'advisory' AND granted",
+                (writer.info.backend_pid,),
+            ).fetchone():
+                assert time.monotonic() < deadline, "the writer never announced its time"
+                time.sleep(0.01)
+            settled = asker.execute("SELECT bitemporal.settled_knowledge_time()").fetchone()
+            time.sleep(0.05)
+            again = asker.execute("SELECT bitemporal.settled_knowledge_time()").fetchone()
+            assert thread.is_alive(), "the writer did not wait for the key's lock"
+        finally:
+            holder.commit()
+            thread.join(timeout=30)
+    assert settled is not None and again is not None
+    assert settled[0] <= again[0] < wrote["known_at"] == wrote["transaction_time"]
