@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import citus, decay, designs, facts, importing, load, storage, tpcbih
+from . import citus, decay, designs, facts, importing, load, notify, storage, tpcbih
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
@@ -18,6 +18,7 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "citus": citus.main,
     "storage": storage.main,
     "designs": designs.main,
+    "notify": notify.main,
 }
 
 

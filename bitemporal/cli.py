@@ -4,6 +4,7 @@
     bitemporal db downgrade REVISION [--force]      --force: even if tables holding data go
     bitemporal db upgrade|sql --partitions N        ... with the version table hash-partitioned
     bitemporal db upgrade --citus                   ... on a Citus coordinator, distributed
+    bitemporal db notify [on|off]                   the invalidation NOTIFY of writes (owner)
     bitemporal record ENTITY ATTRIBUTE VALUE --source S [--valid-from T] [--valid-to T]
     bitemporal retract ENTITY ATTRIBUTE --source S [--valid-from T] [--valid-to T]
     bitemporal resolve ENTITY ATTRIBUTE [--valid-at T] [--known-at T] [--json]
@@ -161,6 +162,8 @@ def _db(args: argparse.Namespace) -> int:
             migrations.sql_script(args.revision, start=args.start, partitions=args.partitions)
         )
         return 0
+    if args.db_command == "notify":
+        return _notify(args)
     url = _url(args)
     try:
         if args.db_command == "upgrade":
@@ -174,6 +177,20 @@ def _db(args: argparse.Namespace) -> int:
     except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
         raise _unreachable(exc) from exc
     return 0
+
+
+def _notify(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        if args.state is None:
+            print(f"invalidation NOTIFY: {_on_off(store.provenance.notify_enabled())}")
+        else:
+            was = store.provenance.set_notify(args.state == "on")
+            print(f"invalidation NOTIFY: {args.state} (was {_on_off(was)})")
+    return 0
+
+
+def _on_off(enabled: bool) -> str:
+    return "on" if enabled else "off"
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -385,6 +402,17 @@ def parser() -> argparse.ArgumentParser:
     sql.add_argument("revision", nargs="?", default="head")
     sql.add_argument("--start", help="revision the database is at (default: empty)")
     sql.add_argument("--partitions", type=_count_arg, metavar="N", help=partitions_help)
+    notify = command(
+        db_commands,
+        "notify",
+        "show or switch the invalidation NOTIFY of writes (owner)",
+        description="Without an argument, says whether a transaction that supersedes or "
+        "retracts a version announces it on the channel bitemporal_invalidation when it "
+        "commits. on/off switches that for the whole database (the store's owner only): "
+        "PostgreSQL commits the transactions that sent a NOTIFY one at a time, so with "
+        "concurrent writers and no listener, off writes faster. See docs/agents.md.",
+    )
+    notify.add_argument("state", nargs="?", choices=("on", "off"))
     db.set_defaults(handler=_db)
 
     def keyed(name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:

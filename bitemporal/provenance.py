@@ -20,8 +20,9 @@ only (the version, the change, the knowledge time, the superseding versions:
 any role that may connect may listen, so it names no fact);
 :meth:`Invalidation.from_payload` parses it, :meth:`~bitemporal.Facts.version`
 turns the id into its key for a role that may read, and
-:meth:`Provenance.dependents` lists the artifacts to rebuild. The SQL side is
-``sql/provenance.v1.sql``.
+:meth:`Provenance.dependents` lists the artifacts to rebuild;
+:meth:`Provenance.set_notify` switches these notifications off (and on). The SQL side is
+``sql/provenance.v1.sql`` and ``sql/invalidation_notify.v1.sql``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,12 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from .errors import InvalidArtifactError, UnknownArtifactError, check_optional_text
+from .errors import (
+    InvalidArtifactError,
+    InvalidInputError,
+    UnknownArtifactError,
+    check_optional_text,
+)
 from .jsonvalues import JSON, dumps
 from .model import Key, Version
 from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
@@ -318,6 +324,28 @@ class ProvenanceOperations:
             dicts=True,
         )
         return [_artifact(row) for row in rows]
+
+    @reads
+    def notify_enabled(self) -> Steps[bool]:
+        """Whether a transaction that closes a version's knowledge announces it on
+        :data:`CHANNEL` when it commits (on by default; :meth:`set_notify`). False on
+        Citus, whose store sends no such notification (read :meth:`~bitemporal.Facts.changes`)."""
+        row = one((yield Statement("SELECT bitemporal.invalidation_notify()", ())))
+        return bool(row[0])
+
+    @writes
+    def set_notify(self, enabled: bool) -> Steps[bool]:
+        """Switch the invalidation ``NOTIFY`` of writes on or off, for every session of the
+        database; returns the previous state. PostgreSQL commits the transactions that sent
+        a ``NOTIFY`` one at a time, so with many concurrent writers and no listener, off
+        writes faster (caches can poll :meth:`~bitemporal.Facts.changes`). Erasures are
+        announced either way. Only the store's owner may
+        (:class:`~bitemporal.PermissionDeniedError`); switching it on on Citus raises
+        :class:`~bitemporal.DistributionError`."""
+        if not isinstance(enabled, bool):
+            raise InvalidInputError(f"enabled must be True or False, not {enabled!r}")
+        row = one((yield Statement("SELECT bitemporal.set_invalidation_notify(%s)", (enabled,))))
+        return bool(row[0])
 
 
 class Provenance(ProvenanceOperations, SyncRepository):

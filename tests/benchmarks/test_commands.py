@@ -31,7 +31,7 @@ def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "suite", ["facts", "decay", "load", "import", "tpcbih", "storage", "designs"]
+    "suite", ["facts", "decay", "load", "import", "tpcbih", "storage", "designs", "notify"]
 )
 def test_each_suite_is_one_command(suite: str) -> None:
     result = benchmarks(suite, "--help")

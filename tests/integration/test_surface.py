@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 
 PSQL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "psql.md"
-MAX_FUNCTIONS = 53
+MAX_FUNCTIONS = 55
 
 
 def sql_api_section() -> str:
