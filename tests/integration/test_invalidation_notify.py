@@ -8,6 +8,7 @@ NOTIFY to switch on.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from psycopg import sql
 
 from bitemporal import (
     CHANNEL,
+    AsyncStore,
     ChangeKind,
     DistributionError,
     Invalidation,
@@ -89,6 +91,22 @@ def test_off_a_supersession_is_not_announced_and_on_again_it_is(
     third = owner.facts.record(key, 3, source="s", valid_to=datetime(2030, 1, 1, tzinfo=UTC))
     [note] = received(listener, expect=1)
     assert note.change == "superseded" and third.version_id in note.by
+
+
+@no_notify_on_citus
+def test_the_async_api_switches_it_too(migrated_database_url: str, owner: Store) -> None:
+    async def switch() -> tuple[bool, bool, bool]:
+        async with await psycopg.AsyncConnection.connect(
+            migrated_database_url, autocommit=True
+        ) as conn:
+            store = AsyncStore(conn)
+            was = await store.provenance.set_notify(False)
+            now = await store.provenance.notify_enabled()
+            assert owner.provenance.notify_enabled() is False  # for every session
+            return was, now, await store.provenance.set_notify(True)
+
+    assert asyncio.run(switch()) == (True, False, False)
+    assert owner.provenance.notify_enabled() is True
 
 
 @no_notify_on_citus
