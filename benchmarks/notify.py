@@ -55,11 +55,11 @@ def _keys(writer: int, keys_per_writer: int) -> list[Key]:
 
 def fill(url: str, writers: int, keys_per_writer: int) -> None:
     """One current version (valid from ``SINCE`` on) of every key a writer will change."""
+    entities = [k.entity for w in range(writers) for k in _keys(w, keys_per_writer)]
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
-            "SELECT count(*) FROM generate_series(0, %s - 1) w, generate_series(0, %s - 1) k,"
-            " bitemporal.record('notify:' || w || ':' || k, 'a', 's', '0', %s)",
-            (writers, keys_per_writer, SINCE),
+            "SELECT count(*) FROM unnest(%s::text[]) e, bitemporal.record(e, 'a', 's', '0', %s)",
+            (entities, SINCE),
         )
 
 
@@ -82,7 +82,8 @@ def phase(
 ) -> Phase:
     with psycopg.connect(url, autocommit=True) as conn:
         Store(conn).provenance.set_notify(notify)
-    start = threading.Barrier(writers + 1)
+    # A writer that cannot connect breaks the barrier instead of leaving the others waiting.
+    start = threading.Barrier(writers + 1, timeout=60)
     stop = threading.Event()
     counts: list[int] = []
     threads = [

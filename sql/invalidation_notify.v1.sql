@@ -41,9 +41,13 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    was   boolean := bitemporal.invalidation_notify();
-    owner name := (SELECT c.relowner::regrole::name FROM pg_catalog.pg_class c
-                    WHERE c.oid = 'bitemporal.fact_version'::regclass);
+    -- The trigger's state on the table (its partitions follow it); NULL: no trigger.
+    state "char"  := (SELECT t.tgenabled FROM pg_catalog.pg_trigger t
+                       WHERE t.tgrelid = 'bitemporal.fact_version'::regclass
+                         AND t.tgname = 'fact_version_notify_closed');
+    was   boolean := coalesce(state <> 'D', false);
+    owner name    := (SELECT c.relowner::regrole::name FROM pg_catalog.pg_class c
+                       WHERE c.oid = 'bitemporal.fact_version'::regclass);
 BEGIN
     IF enabled IS NULL THEN
         RAISE EXCEPTION 'enabled must be true or false, not null'
@@ -54,17 +58,12 @@ BEGIN
             USING ERRCODE = '42501',
                   HINT = 'Run it as the role that migrates the store: bitemporal db notify on|off.';
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
-                    WHERE t.tgrelid = 'bitemporal.fact_version'::regclass
-                      AND t.tgname = 'fact_version_notify_closed') THEN
-        IF enabled THEN
-            RAISE EXCEPTION 'this store sends no invalidation NOTIFY: it is distributed on Citus, where the NOTIFY would fire on the workers'
-                USING ERRCODE = 'BT502',
-                      HINT = 'Read what changed with bitemporal.changes(known_from, known_to) (store.facts.changes).';
-        END IF;
-        RETURN was;
+    IF state IS NULL AND enabled THEN
+        RAISE EXCEPTION 'this store sends no invalidation NOTIFY: it is distributed on Citus, where the NOTIFY would fire on the workers'
+            USING ERRCODE = 'BT502',
+                  HINT = 'Read what changed with bitemporal.changes(known_from, known_to) (store.facts.changes).';
     END IF;
-    IF enabled IS DISTINCT FROM was THEN
+    IF state IS NOT NULL AND enabled <> was THEN
         EXECUTE pg_catalog.format('ALTER TABLE bitemporal.fact_version %s TRIGGER fact_version_notify_closed',
                                   CASE WHEN enabled THEN 'ENABLE' ELSE 'DISABLE' END);
     END IF;
