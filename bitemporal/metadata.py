@@ -402,6 +402,9 @@ app_reference = Table(
     Column("child_columns", ARRAY(Text), nullable=False),
     Column("parent_schema", Text, nullable=False),
     Column("parent_table", Text, nullable=False),
+    # Migration 0030: a reference between distributed tables (Citus), checked by the
+    # write functions rather than by triggers.
+    Column("distributed", Boolean, nullable=False, server_default=text("false")),
     PrimaryKeyConstraint("child_schema", "child_table", "name", name="app_reference_pkey"),
     ForeignKeyConstraint(
         ["child_schema", "child_table"],

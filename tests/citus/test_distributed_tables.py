@@ -181,13 +181,14 @@ def test_a_single_key_write_and_read_go_to_the_worker_holding_the_key(
 
 
 def test_a_single_key_write_commits_in_one_phase(conn: psycopg.Connection[Any]) -> None:
-    """Every version a write inserts goes by value (migration 0023): an INSERT ... SELECT
-    reached the shard by COPY, and Citus commits a transaction that copied in two phases."""
+    """Every version a write inserts goes by value (migration 0023), and a new key's row
+    (0030): an INSERT ... SELECT reached the shard by COPY, and Citus commits a transaction
+    that copied in two phases."""
     store = Store(conn)
     table, key = "public.spread", {"id": 7, "region": "eu"}
-    store.app_tables.record(table, {**key, "email": "a"}, valid_from=JAN)
     remote = RemoteCommands(conn)
     for write in (
+        lambda: store.app_tables.record(table, {**key, "email": "a"}, valid_from=JAN),
         lambda: store.app_tables.record(table, {**key, "email": "b"}, valid_from=MAR, valid_to=JUN),
         lambda: store.app_tables.retract(table, key, valid_from=JUN),
     ):
@@ -284,10 +285,11 @@ def test_what_cannot_be_distributed_is_refused_and_nothing_changes(
         "SELECT count(*) FROM pg_dist_partition"
         " WHERE logicalrelid IN ('local'::regclass, 'plain_table'::regclass)"
     ).fetchone() == (0,)
-    # Nor does a distributed table take a reference later: Citus refuses its triggers
-    # (in its own words, which depend on which table's trigger it meets first).
-    with pytest.raises(psycopg.Error):
+    # Nor does a distributed table take a reference to one on the coordinator
+    # (tests/citus/test_distributed_references.py: between distributed tables).
+    with pytest.raises(psycopg.Error, match="spread is distributed and public.local is not") as e:
         conn.execute("SELECT bitemporal.add_reference('spread', ARRAY['id', 'region'], 'local')")
+    assert e.value.sqlstate == "BT502"
     assert conn.execute("SELECT count(*) FROM bitemporal.app_reference").fetchone() == (1,)
 
 
