@@ -354,14 +354,23 @@ BEGIN
     EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (%s) WHERE upper_inf(known_period)',
                               name || '_idx', child, bitemporal_internal.column_list(columns));
     IF ref.distributed THEN
-        -- No triggers: the write functions check it. The rows already there,
-        -- key by key.
-        FOR image IN EXECUTE pg_catalog.format(
-                'SELECT DISTINCT ON (%1$s) c FROM %2$s c WHERE upper_inf(c.known_period) ORDER BY %1$s',
-                bitemporal_internal.column_list(c.key_columns, 'c.'), child)
-        LOOP
+        -- No triggers: the write functions check it. Their writes wait until
+        -- this transaction ends (as CREATE TRIGGER makes them wait on one
+        -- node), and then see the reference; the rows already there are
+        -- checked in one statement on every shard (co-located, joined on
+        -- the distribution column), and a violation is reported as a write's.
+        EXECUTE pg_catalog.format('LOCK TABLE %s, %s IN SHARE ROW EXCLUSIVE MODE', child, parent);
+        EXECUTE pg_catalog.format(
+            'SELECT c.version_id, c FROM %1$s c WHERE upper_inf(c.known_period) AND ROW(%2$s) IS NOT NULL'
+            '   AND NOT coalesce((SELECT range_agg(p.valid_period) FROM %3$s p'
+            '                      WHERE ROW(%4$s) = ROW(%2$s) AND upper_inf(p.known_period)), ''{}'') @> c.valid_period'
+            ' ORDER BY c.version_id LIMIT 1',
+            child, bitemporal_internal.column_list(columns, 'c.'), parent,
+            bitemporal_internal.column_list(p.key_columns, 'p.'))
+           INTO image;
+        IF image.version_id IS NOT NULL THEN
             PERFORM bitemporal_internal.check_key_reference(ref, image.c, true);
-        END LOOP;
+        END IF;
         RETURN name;
     END IF;
     EXECUTE pg_catalog.format(

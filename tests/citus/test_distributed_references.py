@@ -292,3 +292,33 @@ def test_a_table_with_references_is_still_not_distributed(
     assert not conn.execute(
         "SELECT FROM pg_dist_partition WHERE logicalrelid = 'local_customer'::regclass"
     ).fetchall()
+
+
+def test_a_write_waiting_for_the_reference_being_added_is_checked(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute("SELECT bitemporal.drop_reference('purchase', 'purchase_customer')")
+        store = Store(setup)
+        store.app_tables.record("customer", {"id": 6, "name": "gus"}, valid_from=JAN)
+        store.app_tables.record("purchase", buy(6, 1, 1), valid_from=MAR)
+    with psycopg.connect(url) as adding, psycopg.connect(url) as writing:
+        adding.execute(
+            "SELECT bitemporal.add_reference('purchase', ARRAY['customer_id'], 'customer')"
+        )
+        results: list[str] = []
+
+        def retract_the_parent() -> None:
+            try:
+                Store(writing).app_tables.retract("customer", {"id": 6})
+                writing.commit()
+                results.append("retracted")
+            except TemporalReferenceError:
+                writing.rollback()
+                results.append("refused")
+
+        thread = threading.Thread(target=retract_the_parent)
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive(), "the parent's write must wait for the reference's addition"
+        adding.commit()
+        thread.join()
+    assert results == ["refused"]
