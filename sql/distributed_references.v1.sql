@@ -15,9 +15,12 @@
 --   * both tables distributed and co-located, the child's distribution
 --     column being the one that names the parent's (its first key column):
 --     then a key's child versions and the parent versions they refer to are
---     on one shard group, and each check is one query routed to the worker
---     holding them. add_reference refuses (BT502) any other shape, and a
---     reference between a distributed table and one on the coordinator;
+--     on one shard group, and each check is two statements routed to the
+--     worker holding them (the parent's key share-locked, then the coverage
+--     asked). add_reference refuses (BT502) any other shape, and a reference
+--     between a distributed table and one on the coordinator; it locks both
+--     tables, as CREATE TRIGGER does on one node, so that a write waiting
+--     meanwhile checks the new reference;
 --   * bitemporal.app_reference.distributed marks such a reference: it has no
 --     triggers. check_table_references (version 2) takes the written image:
 --     for a reference whose child the write changed, the key's current child
