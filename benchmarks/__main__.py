@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import citus, decay, designs, facts, importing, load, notify, storage, tpcbih
+from . import citus, decay, designs, facts, importing, load, notify, references, storage, tpcbih
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
@@ -19,6 +19,7 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "storage": storage.main,
     "designs": designs.main,
     "notify": notify.main,
+    "references": references.main,
 }
 
 
