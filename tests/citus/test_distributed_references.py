@@ -201,32 +201,45 @@ def test_each_check_goes_to_the_keys_worker_and_commits_in_one_phase(
         assert not [c for c, _ in sent if c.startswith(("COPY", "PREPARE"))], sent
 
 
+def _waiting_write(
+    first: psycopg.Connection[Any],
+    second: psycopg.Connection[Any],
+    write: Callable[[Store], object],
+) -> str:
+    """Runs ``write`` on ``second`` while ``first``'s transaction is open: it must wait
+    for it. Commits ``first``, then ``second``; says whether the write was "committed" or
+    "refused" (BT403)."""
+    outcome: list[str] = []
+
+    def run() -> None:
+        try:
+            write(Store(second))
+            second.commit()
+            outcome.append("committed")
+        except TemporalReferenceError:
+            second.rollback()
+            outcome.append("refused")
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(0.5)
+    assert thread.is_alive(), "the second write must wait for the first transaction"
+    first.commit()
+    thread.join()
+    return outcome[0]
+
+
 def test_a_parent_retract_and_a_child_write_cannot_both_win(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as setup:
         Store(setup).app_tables.record("customer", {"id": 5, "name": "fay"}, valid_from=JAN)
-    with (
-        psycopg.connect(url) as parent_conn,
-        psycopg.connect(url) as child_conn,
-    ):
+    with psycopg.connect(url) as parent_conn, psycopg.connect(url) as child_conn:
         Store(parent_conn).app_tables.retract("customer", {"id": 5})  # holds the key's lock
-        results: list[str] = []
-
-        def child() -> None:
-            try:
-                Store(child_conn).app_tables.record("purchase", buy(5, 1, 1), valid_from=MAR)
-                child_conn.commit()
-                results.append("child committed")
-            except TemporalReferenceError:
-                child_conn.rollback()
-                results.append("child refused")
-
-        thread = threading.Thread(target=child)
-        thread.start()
-        thread.join(0.5)
-        assert thread.is_alive(), "the child's check must wait for the parent's writer"
-        parent_conn.commit()
-        thread.join()
-    assert results == ["child refused"]
+        outcome = _waiting_write(
+            parent_conn,
+            child_conn,
+            lambda store: store.app_tables.record("purchase", buy(5, 1, 1), valid_from=MAR),
+        )
+    assert outcome == "refused"
 
 
 def test_rows_already_there_are_checked_when_it_is_added(conn: psycopg.Connection[Any]) -> None:
@@ -304,21 +317,7 @@ def test_a_write_waiting_for_the_reference_being_added_is_checked(url: str) -> N
         adding.execute(
             "SELECT bitemporal.add_reference('purchase', ARRAY['customer_id'], 'customer')"
         )
-        results: list[str] = []
-
-        def retract_the_parent() -> None:
-            try:
-                Store(writing).app_tables.retract("customer", {"id": 6})
-                writing.commit()
-                results.append("retracted")
-            except TemporalReferenceError:
-                writing.rollback()
-                results.append("refused")
-
-        thread = threading.Thread(target=retract_the_parent)
-        thread.start()
-        thread.join(0.5)
-        assert thread.is_alive(), "the parent's write must wait for the reference's addition"
-        adding.commit()
-        thread.join()
-    assert results == ["refused"]
+        outcome = _waiting_write(
+            adding, writing, lambda store: store.app_tables.retract("customer", {"id": 6})
+        )
+    assert outcome == "refused"
