@@ -203,8 +203,9 @@ $guard$"""
 
 def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
     """Take the migration lock, bound lock waits, refuse a schema another role owns
-    (:class:`~bitemporal.errors.SchemaOwnershipError`), and create the schema
-    holding our version table.
+    (:class:`~bitemporal.errors.SchemaOwnershipError`), create the schema
+    holding our version table, and keep autovacuum off that table (see
+    ``VERSION_TABLE_LOCK``).
 
     The advisory lock makes concurrent deployments take turns; it is held
     until the transaction ends.
@@ -213,6 +214,22 @@ def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
     connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": lock_timeout})
     connection.execute(text(OWNER_GUARD))
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+    connection.execute(text(VERSION_TABLE_LOCK))
+
+
+# Each step's STAMP takes the version table's SHARE UPDATE EXCLUSIVE lock, as
+# autovacuum does. An autovacuum of it that started during a migration could
+# wait for the migration's transaction (PostgreSQL 17.1 and later wait so to
+# update the table's pg_class row) while the next STAMP waits for it: a
+# deadlock, seen once on PostgreSQL 18 in a downgrade to base. Holding that
+# lock from the start keeps autovacuum off the table until the migration ends.
+VERSION_TABLE_LOCK = f"""DO $lock$
+BEGIN
+    IF pg_catalog.to_regclass('{SCHEMA}.{VERSION_TABLE}') IS NOT NULL THEN
+        LOCK TABLE {SCHEMA}.{VERSION_TABLE} IN SHARE UPDATE EXCLUSIVE MODE;
+    END IF;
+END
+$lock$"""
 
 
 # The reader and writer roles may not read the version table (the auditor may),
