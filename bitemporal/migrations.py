@@ -219,10 +219,11 @@ def prepare(connection: Connection, lock_timeout: str = LOCK_TIMEOUT) -> None:
 
 # Each step's STAMP takes the version table's SHARE UPDATE EXCLUSIVE lock, as
 # autovacuum does. An autovacuum of it that started during a migration could
-# wait for the migration's transaction (PostgreSQL 17.1 and later wait so to
-# update the table's pg_class row) while the next STAMP waits for it: a
-# deadlock, seen once on PostgreSQL 18 in a downgrade to base. Holding that
-# lock from the start keeps autovacuum off the table until the migration ends.
+# wait for the migration's transaction (its in-place update of the table's
+# pg_class row waits for a transaction that changed that row: a REVOKE, say)
+# while the next STAMP waits for it: a deadlock, seen once on PostgreSQL 18 in
+# a downgrade to base. Holding that lock from the start keeps autovacuum off
+# the table until the migration ends.
 VERSION_TABLE_LOCK = f"""DO $lock$
 BEGIN
     IF pg_catalog.to_regclass('{SCHEMA}.{VERSION_TABLE}') IS NOT NULL THEN
