@@ -15,9 +15,9 @@
 --   * both tables distributed and co-located, the child's distribution
 --     column being the one that names the parent's (its first key column):
 --     then a key's child versions and the parent versions they refer to are
---     on one shard group, and each check is two statements routed to the
---     worker holding them (the parent's key share-locked, then the coverage
---     asked). add_reference refuses (BT502) any other shape, and a reference
+--     on one shard group, and each check is routed to the worker holding
+--     them: a child write's two statements (the parent's key share-locked,
+--     then the coverage asked), a parent write's one (it holds the key). add_reference refuses (BT502) any other shape, and a reference
 --     between a distributed table and one on the coordinator; it locks both
 --     tables, as CREATE TRIGGER does on one node, so that a write waiting
 --     meanwhile checks the new reference;
@@ -25,7 +25,9 @@
 --     triggers. check_table_references (version 2) takes the written image:
 --     for a reference whose child the write changed, the key's current child
 --     versions must be covered; for one whose parent it changed, the current
---     child versions naming that parent key (bitemporal_internal.check_key_reference).
+--     child versions naming that parent key (bitemporal_internal.check_key_reference,
+--     given the written table's definition, so that a write reads the
+--     registry for the other table only).
 --     table_record and table_retract (as tables.v5.sql and tables.v4.sql define
 --     them) pass it their image; nothing else calls check_table_references.
 --
@@ -64,16 +66,18 @@ $$;
 COMMENT ON FUNCTION bitemporal_internal.colocation_of(regclass) IS
     'The Citus co-location group of a distributed (hash) table; NULL for a table that is not distributed, or without Citus.';
 
-CREATE FUNCTION bitemporal_internal.check_key_reference(ref bitemporal.app_reference, image anyelement, as_child boolean)
+CREATE FUNCTION bitemporal_internal.check_key_reference(
+    ref bitemporal.app_reference, written bitemporal.app_table, image anyelement, as_child boolean)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    parent  bitemporal.app_table := bitemporal.table_definition(
-                pg_catalog.format('%I.%I', ref.parent_schema, ref.parent_table)::regclass);
-    child   bitemporal.app_table := bitemporal.table_definition(
-                pg_catalog.format('%I.%I', ref.child_schema, ref.child_table)::regclass);
+    -- The written table is the child (as_child) or the parent: the registry
+    -- is read for the other one only when needed.
+    parent  bitemporal.app_table := CASE WHEN as_child
+                THEN bitemporal.table_definition(pg_catalog.format('%I.%I', ref.parent_schema, ref.parent_table)::regclass)
+                ELSE written END;
     -- The image's columns that name the parent key: the reference's, in a
     -- child image; the key's, in a parent image.
     named   text := bitemporal_internal.column_list(
@@ -87,14 +91,17 @@ BEGIN
     IF NOT applies THEN
         RETURN;
     END IF;
-    -- Share-lock the parent's key, as check_reference does: its writers wait
-    -- for this transaction, and this check sees any of them that committed.
-    -- Every table below is filtered by the key's distribution column: on Citus
-    -- each statement goes to the one worker holding the key.
-    EXECUTE pg_catalog.format('SELECT FROM %I.%I k WHERE ROW(%s) = ROW(%s) FOR SHARE',
-                              parent.table_schema, parent.key_table,
-                              bitemporal_internal.column_list(parent.key_columns, 'k.'), named)
-        USING image;
+    -- A child write share-locks the parent's key, as check_reference does: its
+    -- writers wait for this transaction, and this check sees any of them that
+    -- committed. (A parent write holds that key's row locked already.) Every
+    -- table below is filtered by the key's distribution column: on Citus each
+    -- statement goes to the one worker holding the key.
+    IF as_child THEN
+        EXECUTE pg_catalog.format('SELECT FROM %I.%I k WHERE ROW(%s) = ROW(%s) FOR SHARE',
+                                  parent.table_schema, parent.key_table,
+                                  bitemporal_internal.column_list(parent.key_columns, 'k.'), named)
+            USING image;
+    END IF;
     -- The current child versions concerned (a child write: its key's; a parent
     -- write: every one naming the parent key) that the parent's current
     -- versions do not cover; the first by id.
@@ -107,13 +114,12 @@ BEGIN
         ref.child_schema, ref.child_table, parent.table_schema, parent.table_name,
         bitemporal_internal.column_list(parent.key_columns, 'p.'), named,
         bitemporal_internal.column_list(ref.child_columns, 'c.'),
-        CASE WHEN as_child THEN bitemporal_internal.key_match(child, 'c') ELSE 'true' END)
+        CASE WHEN as_child THEN bitemporal_internal.key_match(written, 'c') ELSE 'true' END)
        INTO found USING image;
     IF found.version_id IS NOT NULL THEN
-        -- The message of check_reference.
-        RAISE EXCEPTION 'temporal reference % violated: version % of %.% refers to % of %.% over %, which holds it only over %',
-                ref.name, found.version_id, ref.child_schema, ref.child_table,
-                key,
+        -- The message of check_reference, word for word.
+        RAISE EXCEPTION 'temporal reference % violated: version % of % refers to % of %.% over %, which holds it only over %',
+                ref.name, found.version_id, pg_catalog.format('%I.%I', ref.child_schema, ref.child_table), key,
                 ref.parent_schema, ref.parent_table, found.valid_period,
                 CASE WHEN isempty(found.covered) THEN 'no period' ELSE found.covered::text END
             USING ERRCODE = 'BT403',
@@ -121,8 +127,8 @@ BEGIN
     END IF;
 END;
 $$;
-COMMENT ON FUNCTION bitemporal_internal.check_key_reference(bitemporal.app_reference, anyelement, boolean) IS
-    'For a reference between distributed tables (app_reference.distributed), after a write of the image''s key: raises BT403 unless the parent''s current versions cover every current child version concerned (as_child: the child key''s versions; else every child version naming the parent key the image holds).';
+COMMENT ON FUNCTION bitemporal_internal.check_key_reference(bitemporal.app_reference, bitemporal.app_table, anyelement, boolean) IS
+    'For a reference between distributed tables (app_reference.distributed), after a write of the image''s key to written (the child when as_child, else the parent): raises BT403 unless the parent''s current versions cover every current child version concerned (as_child: the child key''s versions; else every child version naming the parent key the image holds).';
 
 -- bitemporal_internal.check_table_references as surface.v1.sql defines it
 -- (version 1, which it replaces), given the written image, for the
@@ -164,10 +170,10 @@ BEGIN
                 ORDER BY r.child_schema, r.child_table, r.name
     LOOP
         IF (ref.child_schema, ref.child_table) = (d.table_schema, d.table_name) THEN
-            PERFORM bitemporal_internal.check_key_reference(ref, image, true);
+            PERFORM bitemporal_internal.check_key_reference(ref, d, image, true);
         END IF;
         IF (ref.parent_schema, ref.parent_table) = (d.table_schema, d.table_name) THEN
-            PERFORM bitemporal_internal.check_key_reference(ref, image, false);
+            PERFORM bitemporal_internal.check_key_reference(ref, d, image, false);
         END IF;
     END LOOP;
 END;
@@ -372,7 +378,7 @@ BEGIN
             bitemporal_internal.column_list(p.key_columns, 'p.'))
            INTO image;
         IF image.version_id IS NOT NULL THEN
-            PERFORM bitemporal_internal.check_key_reference(ref, image.c, true);
+            PERFORM bitemporal_internal.check_key_reference(ref, c, image.c, true);
         END IF;
         RETURN name;
     END IF;

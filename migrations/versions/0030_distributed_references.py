@@ -12,9 +12,9 @@ distributed table and one on the coordinator). Such a reference has no triggers
 their image to ``check_table_references`` (version 2), which checks the written key with
 queries routed to its worker. ``lock_table_key`` (version 2) inserts a new key's row by
 value, so that on Citus a key's first write commits in one phase too. On one node nothing
-changes. The downgrade refuses while a
-reference between distributed tables exists, and restores the functions as
-``surface.v1.sql``, ``tables.v4.sql`` and ``tables.v5.sql`` define them.
+changes. The downgrade refuses while a reference between distributed tables exists, and
+restores the functions as ``surface.v1.sql``, ``tables.v4.sql`` and ``tables.v5.sql``
+define them.
 """
 
 from alembic import op
@@ -65,7 +65,8 @@ def downgrade() -> None:
     op.execute(
         """
         DROP FUNCTION bitemporal_internal.check_table_references(bitemporal.app_table, anyelement);
-        DROP FUNCTION bitemporal_internal.check_key_reference(bitemporal.app_reference, anyelement, boolean);
+        DROP FUNCTION bitemporal_internal.check_key_reference(
+            bitemporal.app_reference, bitemporal.app_table, anyelement, boolean);
         DROP FUNCTION bitemporal_internal.colocation_of(regclass);
         ALTER TABLE bitemporal.app_reference DROP COLUMN distributed;
         """
