@@ -35,6 +35,10 @@ TINY = [
     "3",
     "--write-samples",
     "4",
+    "--ingest-rows",
+    "60",
+    "--batch-size",
+    "25",
 ]
 
 
@@ -162,6 +166,13 @@ def test_series_json_holds_every_size_and_ratios_from_the_measured_numbers(
             lazy["baseline"] == "primary key range scan, same number of rows (Python, end to end)"
         )
         assert lazy["median_ms"] > 0
+        # record_many into the filled store: 60 new keys (a version each), and 6 keys of
+        # 10 changes (19 versions each).
+        ingest = {r["workload"]: r for r in size["ingest"]["results"]}
+        assert size["ingest"]["batch_size"] == 25
+        assert (ingest["new keys"]["rows"], ingest["new keys"]["versions"]) == (60, 60)
+        assert (ingest["history"]["rows"], ingest["history"]["versions"]) == (60, 6 * 19)
+        assert all(r["seconds"] > 0 and r["copy_seconds"] > 0 for r in ingest.values())
     assert gc.get_threshold() == THRESHOLDS
 
 
@@ -173,6 +184,8 @@ def test_every_goal_of_issue_15_is_judged_at_every_size(
     names = [g.name for g in bench.GOALS] + [
         "flatness: as_of, current knowledge / the smallest size",
         "fill (bench), seconds",
+        "record_many, new keys, versions/s (and of COPY's rate)",
+        "record_many, keys with history, versions/s",
     ]
     assert [(g["goal"], g["versions"]) for g in goals] == [
         (name, size["versions"]) for size in result["sizes"] for name in names
@@ -184,8 +197,21 @@ def test_every_goal_of_issue_15_is_judged_at_every_size(
         assert audit["figure"] == ratio and audit["met"] == (ratio <= 5.0)
         # The fill is judged at 10M versions only.
         assert by["fill (bench), seconds", size["versions"]]["met"] is None
+        # record_many, into this size's store: versions/s from its own figures, new keys
+        # also against COPY of the same rows.
+        ingest = {r["workload"]: r for r in size["ingest"]["results"]}
+        new = by["record_many, new keys, versions/s (and of COPY's rate)", size["versions"]]
+        rate = ingest["new keys"]["versions"] / ingest["new keys"]["seconds"]
+        fraction = ingest["new keys"]["copy_seconds"] / ingest["new keys"]["seconds"]
+        assert new["figure"] == rate and new["shown"] == f"{rate:,.0f} ({fraction:.3f})"
+        assert new["met"] == (rate >= 50_000 and fraction >= 0.25)
+        history = by["record_many, keys with history, versions/s", size["versions"]]
+        assert history["met"] == (history["figure"] >= 25_000)
     row = next(line for line in out.splitlines() if line.startswith("resolve (server) / primary"))
     assert row.count("met") == len(result["sizes"]) and "<= 2.5x" in row
+    row = next(line for line in out.splitlines() if line.startswith("record_many, keys with"))
+    assert row.count("met") == len(result["sizes"]) and ">= 25,000" in row
+    assert "record_many into this store, batches of 25" in out
 
 
 def test_series_report_and_plot(series: tuple[dict[str, Any], str, Path]) -> None:
