@@ -14,6 +14,10 @@ functions) in each design:
   read) and in the btree of current versions (what current lookups read);
 * ``integer key``: one ``bigint`` for (entity, attribute), the identity of a key table,
   in their place; the source stays text;
+* ``integer key, entity kept``: the integer key first, then ``entity`` (text), then the
+  source: the form the partitioned layout and Citus need, where the exclusion constraint
+  must compare the partitioning (distribution) column ``entity`` with ``=``; the integer
+  leads, so that the GiST index compares it first;
 * ``integer series``: one ``bigint`` for (entity, attribute, source);
 * ``integer series, one GiST``: the same without the GiST index of current versions
   (writes would find the versions they cut through the btree);
@@ -169,6 +173,13 @@ DESIGNS: dict[str, Design] = {
         "v.key_id = s.key_id AND v.source = s.source",
         "v.key_id = (SELECT k.key_id FROM d_key k "
         "WHERE k.entity = %(entity)s AND k.attribute = %(attribute)s)",
+    ),
+    "integer key, entity kept": Design(
+        _design("key_id, entity, source", "key_id bigint, entity text, source text", True),
+        "key_id, entity, source",
+        "v.key_id = s.key_id AND v.entity = s.entity AND v.source = s.source",
+        "v.key_id = (SELECT k.key_id FROM d_key k "
+        "WHERE k.entity = %(entity)s AND k.attribute = %(attribute)s) AND v.entity = %(entity)s",
     ),
     "integer series": Design(
         _design("series_id", "series_id bigint", True),

@@ -117,6 +117,7 @@ def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:
     assert {
         "text key (as migrated)",
         "integer key",
+        "integer key, entity kept",
         "integer series",
         "integer series, one GiST",
         "current-only constraint",
