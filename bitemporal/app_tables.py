@@ -78,6 +78,8 @@ class TableDefinition:
     name: str
     key_columns: tuple[str, ...]
     value_columns: tuple[str, ...]
+    #: The key columns' types, in ``key_columns``' order, each as (schema, name).
+    key_types: tuple[tuple[str, str], ...] = ()
 
     def function(self, suffix: str) -> Name:
         """One of the table's generated functions (``record``, ``as_of``, ...)."""
@@ -247,13 +249,22 @@ class ApplicationTableOperations:
         row = one(
             (
                 yield Statement(
-                    "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns"
-                    "  FROM bitemporal.table_definition(%s::oid::regclass) d",
-                    (oid,),
+                    "SELECT d.table_schema, d.table_name, d.key_columns, d.value_columns,"
+                    " ARRAY(SELECT ARRAY[tn.nspname::text, t.typname::text]"
+                    "         FROM unnest(d.key_columns) WITH ORDINALITY AS k(name, n)"
+                    "         JOIN pg_catalog.pg_attribute a"
+                    "           ON a.attrelid = %(oid)s::oid AND a.attname = k.name"
+                    "         JOIN pg_catalog.pg_type t ON t.oid = a.atttypid"
+                    "         JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace"
+                    "        ORDER BY k.n)"
+                    "  FROM bitemporal.table_definition(%(oid)s::oid::regclass) d",
+                    {"oid": oid},
                 )
             )
         )
-        d = TableDefinition(row[0], row[1], tuple(row[2]), tuple(row[3]))
+        d = TableDefinition(
+            row[0], row[1], tuple(row[2]), tuple(row[3]), tuple((t[0], t[1]) for t in row[4])
+        )
         self._definitions[(schema, name)] = d
         return d
 
@@ -410,7 +421,10 @@ class ApplicationTableOperations:
             # in the generic plan a join left the key as a filter over every
             # version valid at the question, tens of times slower) nor taken from
             # a function of one (Citus routes by a parameter or an immutable
-            # expression of one, which jsonb_populate_record is not).
+            # expression of one, which jsonb_populate_record is not), cast to
+            # the column's type: psycopg sends a small int as smallint, and the
+            # GiST index's bigint operator class (btree_gist) has no operator
+            # taking a smallint, which left the key a filter too.
             _row_json(key)  # the checks of every row's values (naive datetimes, NUL)
             query = sql.SQL(
                 "SELECT {columns} FROM {table} AS v"
@@ -421,8 +435,8 @@ class ApplicationTableOperations:
                 columns=columns,
                 table=d.row_type,
                 match=sql.SQL(" AND ").join(
-                    sql.SQL("v.{} = {}").format(Name(c), sql.Placeholder(f"k{i}"))
-                    for i, c in enumerate(d.key_columns)
+                    sql.SQL("v.{} = {}::{}").format(Name(c), sql.Placeholder(f"k{i}"), Name(*t))
+                    for i, (c, t) in enumerate(zip(d.key_columns, d.key_types, strict=True))
                 ),
             )
             params = {
