@@ -809,6 +809,34 @@ def test_store_tables_is_a_deprecated_name_of_app_tables(store: Store) -> None:
     assert tables is store.app_tables
 
 
+def as_of_with_plan(
+    conn: psycopg.Connection[Any],
+    table: str,
+    key: dict[str, Any],
+    plan_cache_mode: str,
+    **question: Any,
+) -> tuple[list[Any], str]:
+    """``store.app_tables.as_of(table, key, **question)`` on ``conn``, and the plan of its
+    statement (auto_explain), planned in ``plan_cache_mode``."""
+    messages: list[str] = []
+    conn.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
+    with conn.transaction(force_rollback=True):
+        conn.execute("LOAD 'auto_explain'")
+        for setting, value in (
+            ("auto_explain.log_min_duration", "0"),
+            ("plan_cache_mode", plan_cache_mode),
+            ("enable_seqscan", "off"),  # a tiny table: ask which index the planner can use
+            ("client_min_messages", "log"),
+        ):
+            conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
+        found = Store(conn).app_tables.as_of(table, key, **question)
+        conn.execute("SET LOCAL client_min_messages = notice")
+    name = table.rsplit(".", 1)[-1]
+    plans = [m for m in messages if f'"{name}" AS v' in m and "Query Text" in m]
+    assert plans, messages
+    return found, plans[-1]
+
+
 @pytest.mark.not_on_citus(
     "a single-node plan; on Citus the lookup joins the erasures, a reference table, and is a "
     "one-task Citus plan"
@@ -825,23 +853,10 @@ def test_store_as_of_of_one_key_stays_an_index_lookup_in_a_generic_plan(
     for sku in ("A1", "A2", "A3"):
         store.app_tables.record(f"{schema}.product", {"sku": sku, "name": sku}, valid_from=JAN)
         store.app_tables.record(table, price(sku), valid_from=JAN)
-    messages: list[str] = []
-    conn.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
-    with conn.transaction(force_rollback=True):
-        conn.execute("LOAD 'auto_explain'")
-        for setting, value in (
-            ("auto_explain.log_min_duration", "0"),
-            ("plan_cache_mode", "force_generic_plan"),
-            ("enable_seqscan", "off"),  # a tiny table: ask which index the planner can use
-            ("client_min_messages", "log"),
-        ):
-            conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
-        found = store.app_tables.as_of(table, {"sku": "A2", "currency": "EUR"}, valid_at=MAR)
-        conn.execute("SET LOCAL client_min_messages = notice")
+    found, plan = as_of_with_plan(
+        conn, table, {"sku": "A2", "currency": "EUR"}, "force_generic_plan", valid_at=MAR
+    )
     assert [v.row["sku"] for v in found] == ["A2"]
-    plans = [m for m in messages if '"price" AS v' in m and "Query Text" in m]
-    assert plans, messages
-    plan = plans[-1]
     assert "price_no_overlap" in plan and "Seq Scan" not in plan, plan
     # The key is part of the index condition (a filter would scan every SKU's versions).
     condition = plan[plan.index("Index Cond") :]
@@ -905,23 +920,10 @@ def test_store_as_of_of_a_key_of_numbers_and_dates_is_an_index_lookup(
         store.app_tables.record(
             ledger, {"account": account, "book": 7, "day": JAN.date(), "amount": 1}, valid_from=JAN
         )
-    messages: list[str] = []
-    conn.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
-    with conn.transaction(force_rollback=True):
-        conn.execute("LOAD 'auto_explain'")
-        for setting, value in (
-            ("auto_explain.log_min_duration", "0"),
-            ("plan_cache_mode", plan_cache_mode),
-            ("enable_seqscan", "off"),  # a tiny table: ask which index the planner can use
-            ("client_min_messages", "log"),
-        ):
-            conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
-        found = store.app_tables.as_of(ledger, {"account": 2, "book": 7, "day": JAN.date()})
-        conn.execute("SET LOCAL client_min_messages = notice")
+    found, plan = as_of_with_plan(
+        conn, ledger, {"account": 2, "book": 7, "day": JAN.date()}, plan_cache_mode
+    )
     assert [v.row["account"] for v in found] == [2]
-    plans = [m for m in messages if '"ledger" AS v' in m and "Query Text" in m]
-    assert plans, messages
-    plan = plans[-1]
     assert "ledger_no_overlap" in plan and "Seq Scan" not in plan, plan
     condition = plan[plan.index("Index Cond") :].split("\n")[0]
     assert all(c in condition for c in ("account", "book", "day")), plan
