@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import threading
 import time
@@ -30,6 +29,8 @@ import psycopg
 from bitemporal import Key, Store, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
+
+from .turns import turns
 
 SINCE = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -127,15 +128,17 @@ def summary(phases: Sequence[Phase]) -> list[dict[str, Any]]:
     ratio of off to on (each round's, and the medians')."""
     rows = []
     for writers in sorted({p.writers for p in phases}):
-        on = [p.per_second for p in phases if p.writers == writers and p.notify]
-        off = [p.per_second for p in phases if p.writers == writers and not p.notify]
+        t = turns(
+            [p.per_second for p in phases if p.writers == writers and p.notify],
+            [p.per_second for p in phases if p.writers == writers and not p.notify],
+        )
         rows.append(
             {
                 "writers": writers,
-                "on_writes_per_s": statistics.median(on),
-                "off_writes_per_s": statistics.median(off),
-                "off_vs_on": statistics.median(off) / statistics.median(on),
-                "off_vs_on_by_round": [b / a for a, b in zip(on, off, strict=True)],
+                "on_writes_per_s": t.baseline,
+                "off_writes_per_s": t.other,
+                "off_vs_on": t.ratio,
+                "off_vs_on_by_round": t.by_round,
             }
         )
     return rows

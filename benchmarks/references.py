@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -35,6 +34,7 @@ from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
 from .citus import citus_scratch_database, migrate_citus
+from .turns import turns
 
 SINCE = datetime(2026, 1, 1, tzinfo=UTC)
 CHANGED = datetime(2026, 6, 1, tzinfo=UTC)
@@ -141,15 +141,17 @@ def summary(phases: Sequence[Phase]) -> list[dict[str, Any]]:
     with to without (each round's, and the medians')."""
     rows = []
     for target in dict.fromkeys(p.target for p in phases):
-        off = [p.per_second for p in phases if p.target == target and not p.reference]
-        on = [p.per_second for p in phases if p.target == target and p.reference]
+        t = turns(
+            [p.per_second for p in phases if p.target == target and not p.reference],
+            [p.per_second for p in phases if p.target == target and p.reference],
+        )
         rows.append(
             {
                 "target": target,
-                "unchecked_writes_per_s": statistics.median(off),
-                "checked_writes_per_s": statistics.median(on),
-                "checked_vs_unchecked": statistics.median(on) / statistics.median(off),
-                "checked_vs_unchecked_by_round": [b / a for a, b in zip(off, on, strict=True)],
+                "unchecked_writes_per_s": t.baseline,
+                "checked_writes_per_s": t.other,
+                "checked_vs_unchecked": t.ratio,
+                "checked_vs_unchecked_by_round": t.by_round,
             }
         )
     return rows
