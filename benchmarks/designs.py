@@ -34,6 +34,11 @@ functions) in each design:
   with a GiST index for past-knowledge lookups and no constraint, as the ``periods``
   extension lays out a table and its history. A write that closes a version moves it from
   one table to the other.
+* ``current table, closed by btree``: the text key's current table, and the closed versions
+  in a btree by key and start of validity, as ``periods`` leaves its history table to be
+  indexed: a past-knowledge lookup reads the key's closed versions valid from before the
+  question's valid time (no GiST insert when a version closes; a cost growing with the
+  key's history).
 
 Each design gets the same histories, ``--rounds`` times ``--keys`` keys of two sources
 with ``--changes`` changes each, shaped as ``record`` leaves them (each change closes the
@@ -115,6 +120,10 @@ _PAST_BY_BTREES = (
 # Past knowledge in a current table's design: its btree, and the closed versions' GiST.
 _CLOSED = "_closed"
 _PAST_BY_TABLES = (("", _CURRENT), (_CLOSED, _PAST))
+_PAST_BY_TABLES_BTREE = (
+    ("", _CURRENT),
+    (_CLOSED, f"coalesce(lower(v.valid), '-infinity') <= %(valid_at)s AND {_PAST}"),
+)
 _KNOWN_INDEXES = (
     "CREATE INDEX ON {t} (lower(known))",
     "CREATE INDEX ON {t} (upper(known)) WHERE NOT upper_inf(known)",
@@ -154,9 +163,10 @@ def _design(
     return ddl
 
 
-def _current_table(key_columns: str, key_types: str) -> list[str]:
+def _current_table(key_columns: str, key_types: str, closed_gist: bool = True) -> list[str]:
     """DDL of a design whose current versions are in ``{t}`` and closed ones in
-    ``{t}_closed``, keyed by ``key_columns``."""
+    ``{t}_closed``, keyed by ``key_columns``; the closed ones in a GiST index of the key and
+    both periods, or else (``closed_gist`` false) a btree of the key and start of validity."""
     equal = ", ".join(f"{c} WITH =" for c in key_columns.split(", "))
     key = key_columns.replace(", source", "")
     columns = (
@@ -174,7 +184,11 @@ def _current_table(key_columns: str, key_types: str) -> list[str]:
         ),
         "CREATE INDEX ON {t} (lower(known))",
         f"CREATE TABLE {{t}}{_CLOSED} ({columns}, CHECK (NOT upper_inf(known)))",
-        f"CREATE INDEX ON {{t}}{_CLOSED} USING gist ({key}, valid, known)",
+        (
+            f"CREATE INDEX ON {{t}}{_CLOSED} USING gist ({key}, valid, known)"
+            if closed_gist
+            else f"CREATE INDEX ON {{t}}{_CLOSED} ({key}, coalesce(lower(valid), '-infinity'))"
+        ),
         *(ddl.replace("{t}", f"{{t}}{_CLOSED}") for ddl in _KNOWN_INDEXES),
     ]
 
@@ -248,6 +262,18 @@ DESIGNS: dict[str, Design] = {
         "v.entity = s.entity AND v.attribute = s.attribute AND v.source = s.source",
         "v.entity = %(entity)s AND v.attribute = %(attribute)s",
         _PAST_BY_TABLES,
+        current_table=True,
+    ),
+    "current table, closed by btree": Design(
+        _current_table(
+            "entity, attribute, source",
+            "entity text, attribute text, source text",
+            closed_gist=False,
+        ),
+        "entity, attribute, source",
+        "v.entity = s.entity AND v.attribute = s.attribute AND v.source = s.source",
+        "v.entity = %(entity)s AND v.attribute = %(attribute)s",
+        _PAST_BY_TABLES_BTREE,
         current_table=True,
     ),
     "current table, integer series": Design(
