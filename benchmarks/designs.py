@@ -28,7 +28,8 @@ functions) in each design:
   versions are not in any GiST index; a past-knowledge lookup reads the current versions'
   btree and a btree of the closed versions by (series, end of knowledge), that is every
   version of the series closed after the question's knowledge time.
-* ``current table, text key`` and ``current table, integer series``: the current versions
+* ``current table, text key``, ``current table, integer key`` and ``current table, integer
+  series``: the current versions
   in a table of their own, with the exclusion constraint over them (sufficient, as above)
   and the btree current lookups read; the closed versions in a second table (``{t}_closed``)
   with a GiST index for past-knowledge lookups and no constraint, as the ``periods``
@@ -274,6 +275,15 @@ DESIGNS: dict[str, Design] = {
         "v.entity = s.entity AND v.attribute = s.attribute AND v.source = s.source",
         "v.entity = %(entity)s AND v.attribute = %(attribute)s",
         _PAST_BY_TABLES_BTREE,
+        current_table=True,
+    ),
+    "current table, integer key": Design(
+        _current_table("key_id, source", "key_id bigint, source text"),
+        "key_id, source",
+        "v.key_id = s.key_id AND v.source = s.source",
+        "v.key_id = (SELECT k.key_id FROM d_key k "
+        "WHERE k.entity = %(entity)s AND k.attribute = %(attribute)s)",
+        _PAST_BY_TABLES,
         current_table=True,
     ),
     "current table, integer series": Design(

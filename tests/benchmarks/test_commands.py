@@ -123,5 +123,6 @@ def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:
         "current-only constraint",
         "current table, text key",
         "current table, closed by btree",
+        "current table, integer key",
         "current table, integer series",
     } <= rows
