@@ -29,12 +29,11 @@ functions) in each design:
   btree and a btree of the closed versions by (series, end of knowledge), that is every
   version of the series closed after the question's knowledge time.
 * ``current table, text key``, ``current table, integer key`` and ``current table, integer
-  series``: the current versions
-  in a table of their own, with the exclusion constraint over them (sufficient, as above)
-  and the btree current lookups read; the closed versions in a second table (``{t}_closed``)
-  with a GiST index for past-knowledge lookups and no constraint, as the ``periods``
-  extension lays out a table and its history. A write that closes a version moves it from
-  one table to the other.
+  series``: the current versions in a table of their own, with the exclusion constraint
+  over them (sufficient, as above) and the btree current lookups read; the closed versions
+  in a second table (``{t}_closed``) with a GiST index for past-knowledge lookups and no
+  constraint, as the ``periods`` extension lays out a table and its history. A write that
+  closes a version moves it from one table to the other.
 * ``current table, closed by btree``: the text key's current table, and the closed versions
   in a btree by key and start of validity, as ``periods`` leaves its history table to be
   indexed: a past-knowledge lookup reads the key's closed versions valid from before the
