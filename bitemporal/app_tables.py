@@ -79,7 +79,7 @@ class TableDefinition:
     key_columns: tuple[str, ...]
     value_columns: tuple[str, ...]
     #: The key columns' types, in ``key_columns``' order, each as (schema, name).
-    key_types: tuple[tuple[str, str], ...] = ()
+    key_types: tuple[tuple[str, str], ...]
 
     def function(self, suffix: str) -> Name:
         """One of the table's generated functions (``record``, ``as_of``, ...)."""
