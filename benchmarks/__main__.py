@@ -7,7 +7,19 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import citus, decay, designs, facts, importing, load, notify, references, storage, tpcbih
+from . import (
+    citus,
+    decay,
+    designs,
+    facts,
+    importing,
+    integer_key,
+    load,
+    notify,
+    references,
+    storage,
+    tpcbih,
+)
 
 SUITES: dict[str, Callable[[list[str]], int]] = {
     "facts": facts.main,
@@ -20,6 +32,7 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "designs": designs.main,
     "notify": notify.main,
     "references": references.main,
+    "integer-key": integer_key.main,
 }
 
 

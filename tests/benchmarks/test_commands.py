@@ -31,7 +31,8 @@ def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "suite", ["facts", "decay", "load", "import", "tpcbih", "storage", "designs", "notify"]
+    "suite",
+    ["facts", "decay", "load", "import", "tpcbih", "storage", "designs", "notify", "integer-key"],
 )
 def test_each_suite_is_one_command(suite: str) -> None:
     result = benchmarks(suite, "--help")
@@ -99,6 +100,31 @@ def test_import_runs_end_to_end_from_the_command(server_url: str, workload: str)
     assert "parallel-import: --jobs 2" in result.stdout and table["parallel-import"][3] != "0"
     if workload != "changes":  # with known_at: the same versions in two lanes as in one
         assert table["parallel-import"][3] == table["import"][3]
+
+
+def test_integer_key_runs_end_to_end_from_the_command(server_url: str) -> None:
+    result = benchmarks(
+        "integer-key",
+        "--url",
+        server_url,
+        *("--keys", "40", "--changes", "4", "--rounds", "2"),
+        *("--lookups", "10", "--writes", "10", "--batch", "100"),
+    )
+    assert result.returncode == 0, result.stderr
+    # 40 keys of 2 * 4 - 1 versions; the prototype patched every passage it names.
+    assert "280 versions of 40 keys" in result.stdout
+    assert "questions answered differently by the two copies: 0" in result.stdout
+    assert "versions held differently at the end: 0" in result.stdout
+    rows = {line.split("  ")[0] for line in result.stdout.splitlines()}
+    assert {
+        "as_of, current knowledge",
+        "as_of, past knowledge",
+        "resolve, past knowledge",
+        "history",
+        "record, one interior change",
+        "record_many, new keys",
+        "record_many, history",
+    } <= rows
 
 
 def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:

@@ -1,0 +1,430 @@
+"""The integer key in the store itself: the store as migrated against a prototype of it in
+which one ``bigint`` stands for (entity, attribute) in both GiST indexes (issue 15).
+
+    python -m benchmarks integer-key [--url URL] [--keys N] [--changes N] [--rounds N]
+                                     [--lookups N] [--writes N] [--batch N] [--json FILE]
+
+``python -m benchmarks designs`` measures the version table's storage alone, without the
+store's triggers and functions. This measures what the integer key gives the store, its
+triggers and functions included, and what in the store must change with it. It fills one
+scratch database with ``--keys`` keys of ``--changes`` changes each (as ``python -m
+benchmarks facts`` fills it), copies it twice, and turns one copy into the prototype
+(``PROTOTYPE`` and ``PATCHES``):
+
+* ``bitemporal.fact_key`` gains ``key_id``, an identity; ``bitemporal.fact_version`` gains
+  ``key_id`` too, which the knowledge trigger sets from the key row it already reads;
+* the exclusion constraint and the GiST index of current versions compare ``key_id`` where
+  they compared ``entity`` and ``attribute`` (the source stays text);
+* the functions on the measured paths that read versions through those indexes read by
+  ``key_id``: ``as_of``'s past-knowledge branch (and so ``resolve``'s), ``supersede`` (what
+  ``record`` cuts through), ``record_many``'s read of the versions a batch cuts through,
+  ``history`` and the closing ``NOTIFY`` trigger. Unported, the trigger reads the versions
+  a closed one gave way to through the exclusion constraint's index without its first
+  column (at 98,000 versions an interior change took ten times as long), and
+  ``record_many`` wrote changes of keys of 1,000 versions at a tenth of the rate. Each
+  patch replaces one exact passage of the definition the migrations left, and fails if
+  that passage is not there exactly once.
+
+Then, round after round, the two copies taking turns (each round in the other order), the
+same work in each:
+
+* ``--lookups`` random questions, on the server (``EXPLAIN ANALYZE``): ``as_of`` for current
+  and for past knowledge, ``resolve`` for past knowledge, and a primary-key lookup of a
+  version (the baseline); and a tenth as many ``history`` calls, each against a primary-key
+  range scan of as many rows of a plain table;
+* ``--writes`` interior changes from Python, one ``record`` a transaction (each closes the
+  key's open version and re-records its remainder), against a primary-key ``UPDATE`` of a
+  plain table in the same database (the baseline);
+* ``record_many`` of ``--batch`` rows of new keys, and of ``--batch`` changes of keys with
+  history.
+
+It prints each operation's median rate in each copy, the prototype's against the store as
+migrated (of the medians, and round by round), and each lookup and change against its
+baseline. The two copies must answer every question alike and, at the end, hold the same
+versions (keys, sources, values and valid periods, open or closed alike): the exit status
+is 1 otherwise.
+
+The prototype is a measurement, not the store: the append-only guard does not yet refuse a
+changed ``key_id``, the other functions that read versions by key still read by
+``entity`` and ``attribute`` (through other indexes or none), and the partitioned layout
+and Citus, where ``entity`` must stay in the exclusion constraint, are not built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from bitemporal import Key, Store, migrate
+from bitemporal.database import database_url, psycopg_url, scratch_database
+from bitemporal.formatting import format_table
+
+from .facts import EPOCH, fill, fill_baseline, server_ms
+from .turns import turns
+
+AS_MIGRATED = "as migrated"
+INTEGER_KEY = "integer key"
+
+# The prototype's storage: the key's integer, on both tables, in both GiST indexes.
+PROTOTYPE = (
+    "ALTER TABLE bitemporal.fact_key ADD COLUMN key_id bigint GENERATED ALWAYS AS IDENTITY UNIQUE",
+    "ALTER TABLE bitemporal.fact_version ADD COLUMN key_id bigint",
+    # The append-only guard refuses every UPDATE of a closed version: off while the
+    # existing versions get their key's integer.
+    "ALTER TABLE bitemporal.fact_version DISABLE TRIGGER USER",
+    """UPDATE bitemporal.fact_version v SET key_id = k.key_id
+         FROM bitemporal.fact_key k
+        WHERE k.entity = v.entity AND k.attribute = v.attribute""",
+    "ALTER TABLE bitemporal.fact_version ENABLE TRIGGER USER",
+    "ALTER TABLE bitemporal.fact_version ALTER COLUMN key_id SET NOT NULL",
+    "ALTER TABLE bitemporal.fact_version DROP CONSTRAINT fact_version_no_overlap",
+    """ALTER TABLE bitemporal.fact_version ADD CONSTRAINT fact_version_no_overlap
+       EXCLUDE USING gist (key_id WITH =, source WITH =, valid_period WITH &&,
+                           known_period WITH &&)""",
+    "DROP INDEX bitemporal.fact_version_current_idx",
+    """CREATE INDEX fact_version_current_idx ON bitemporal.fact_version
+       USING gist (key_id, source, valid_period) WHERE upper_inf(known_period)""",
+)
+
+# (function, passage of its definition as migrated, what the prototype has instead).
+PATCHES = (
+    (
+        "bitemporal_internal.fact_version_knowledge()",
+        "SELECT fk.last_known_at, fk.last_txid INTO k",
+        "SELECT fk.last_known_at, fk.last_txid, fk.key_id INTO k",
+    ),
+    (
+        "bitemporal_internal.fact_version_knowledge()",
+        "RETURN NEW;  -- the foreign key refuses the row\n    END IF;",
+        (
+            "RETURN NEW;  -- the foreign key refuses the row\n    END IF;\n"
+            "    IF TG_OP = 'INSERT' THEN\n        NEW.key_id := k.key_id;\n    END IF;"
+        ),
+    ),
+    (
+        "bitemporal_internal.supersede(text,text,text,tstzrange,timestamptz,jsonb,text)",
+        "WHERE v.entity = supersede.entity AND v.attribute = supersede.attribute",
+        (
+            "WHERE v.key_id = (SELECT fk.key_id FROM bitemporal.fact_key fk"
+            " WHERE fk.entity = supersede.entity AND fk.attribute = supersede.attribute)"
+        ),
+    ),
+    (
+        "bitemporal.as_of(text,text,timestamptz,timestamptz)",
+        "AND (p.entity = as_of.entity) AND (p.attribute = as_of.attribute)",
+        "AND (p.key_id = k.key_id)",
+    ),
+    (
+        "bitemporal.record_many(bitemporal.batch_row[],integer)",
+        "SELECT fk.last_known_at, fk.last_txid FROM bitemporal.fact_key fk",
+        "SELECT fk.last_known_at, fk.last_txid, fk.key_id FROM bitemporal.fact_key fk",
+    ),
+    (
+        "bitemporal.record_many(bitemporal.batch_row[],integer)",
+        "AND v.entity = w.entity AND v.attribute = w.attribute AND v.source = w.source",
+        "AND v.key_id = k.key_id AND v.source = w.source",
+    ),
+    (
+        "bitemporal.history(text,text)",
+        "WHERE v.entity = history.entity AND v.attribute = history.attribute",
+        (
+            "WHERE v.key_id = (SELECT fk.key_id FROM bitemporal.fact_key fk"
+            " WHERE fk.entity = history.entity AND fk.attribute = history.attribute)"
+        ),
+    ),
+    (
+        "bitemporal_internal.fact_version_notify_closed()",
+        "WHERE w.entity = NEW.entity AND w.attribute = NEW.attribute AND",
+        "WHERE w.key_id = NEW.key_id AND",
+    ),
+)
+
+AS_OF = "SELECT * FROM bitemporal.as_of(%s, 'a', %s, %s)"
+RESOLVE = "SELECT * FROM bitemporal.resolve(%s, 'a', %s, %s)"
+PRIMARY_KEY = "SELECT * FROM bitemporal.fact_version WHERE version_id = %s"
+HISTORY = "SELECT * FROM bitemporal.history(%s, 'a')"
+RANGE_SCAN = "SELECT * FROM bench_plain WHERE id BETWEEN %s AND %s ORDER BY id"
+UPDATE = "UPDATE bench_plain SET value = %s WHERE id = %s"
+# What both copies must hold alike: every version's key, source, value, valid period and
+# whether it is open. Not the ids (a batch's rows may take theirs in another order) nor the
+# knowledge times (each copy's own transaction times).
+CONTENT = """SELECT md5(string_agg(v.line, ',' ORDER BY v.line))
+               FROM (SELECT concat_ws('|', entity, attribute, source, value, valid_period,
+                                      upper_inf(known_period)) AS line
+                       FROM bitemporal.fact_version) v"""
+
+
+def make_prototype(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in PROTOTYPE:
+            conn.execute(statement)
+        for function, old, new in PATCHES:
+            row = conn.execute(
+                "SELECT pg_get_functiondef(%s::regprocedure)", (function,)
+            ).fetchone()
+            assert row is not None
+            found = str(row[0]).count(old)
+            if found != 1:
+                raise RuntimeError(f"{function}: the passage to patch is there {found} times")
+            conn.execute(str(row[0]).replace(old, new))
+        conn.execute("VACUUM ANALYZE bitemporal.fact_version")
+        conn.execute("VACUUM ANALYZE bitemporal.fact_key")
+
+
+@contextmanager
+def copies(url: str, template: str) -> Iterator[dict[str, str]]:
+    """Two databases copied from ``template`` on the server of ``url``, dropped afterwards."""
+    names = {store: f"{template}_{i}" for i, store in enumerate((AS_MIGRATED, INTEGER_KEY))}
+    with psycopg.connect(psycopg_url(url), autocommit=True) as conn:
+        try:
+            for name in names.values():
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                        sql.Identifier(name), sql.Identifier(template)
+                    )
+                )
+            yield {
+                store: psycopg.conninfo.make_conninfo(psycopg_url(url), dbname=name)
+                for store, name in names.items()
+            }
+        finally:
+            for name in names.values():
+                conn.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
+
+
+def _answer(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """An as_of answer's versions as their source, value and valid period (see CONTENT)."""
+    return sorted((str(row[3]), json.dumps(row[4]), str(row[5])) for row in rows)
+
+
+def round_of(
+    conn: psycopg.Connection[Any],
+    keys: int,
+    changes: int,
+    round_: int,
+    lookups: int,
+    writes: int,
+    batch: int,
+    seed: int,
+) -> tuple[dict[str, float], list[Any]]:
+    """One round's work in one copy: each operation's rate (a second), and the answers."""
+    rng = random.Random(seed * 1000 + round_)
+    versions = keys * (2 * changes - 1)
+    timings: dict[str, list[float]] = {}
+    answers: list[Any] = []
+
+    def timed(name: str, ms: float) -> None:
+        timings.setdefault(name, []).append(ms)
+
+    for _ in range(lookups):
+        entity = f"e{rng.randrange(1, keys + 1)}"
+        valid_at = EPOCH + timedelta(days=rng.randrange(changes), hours=12)
+        known_at = EPOCH + timedelta(hours=rng.randrange(changes), minutes=30)
+        timed("primary key lookup", server_ms(conn, PRIMARY_KEY, (rng.randrange(1, versions + 1),)))
+        timed("as_of, current knowledge", server_ms(conn, AS_OF, (entity, valid_at, None)))
+        timed("as_of, past knowledge", server_ms(conn, AS_OF, (entity, valid_at, known_at)))
+        timed("resolve, past knowledge", server_ms(conn, RESOLVE, (entity, valid_at, known_at)))
+        answers.append(_answer(conn.execute(AS_OF, (entity, valid_at, known_at)).fetchall()))
+        answers.append(_answer(conn.execute(AS_OF, (entity, valid_at, None)).fetchall()))
+    for _ in range(max(1, lookups // 10)):
+        entity = f"e{rng.randrange(1, keys + 1)}"
+        history = conn.execute(HISTORY, (entity,)).fetchall()
+        answers.append(_answer(history))
+        first = rng.randrange(1, versions - len(history) + 2)
+        timed("history", server_ms(conn, HISTORY, (entity,)))
+        last = first + len(history) - 1
+        timed("primary key range scan", server_ms(conn, RANGE_SCAN, (first, last)))
+
+    store = Store(conn)
+    # Later than every valid time before it: each change cuts the key's open version.
+    changed_from = EPOCH + timedelta(days=changes + 1 + round_)
+    for i in range(writes):
+        key = Key(f"e{rng.randrange(1, keys + 1)}", "a")
+        began = time.perf_counter()
+        conn.execute(UPDATE, (json.dumps(i), rng.randrange(1, versions + 1)))
+        timed("primary key UPDATE", (time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        store.facts.record(key, i, source="s", valid_from=changed_from + timedelta(seconds=i))
+        timed("record, one interior change", (time.perf_counter() - began) * 1000)
+
+    new_keys = [
+        {"entity": f"n{round_}_{i}", "attribute": "a", "source": "s", "value": i}
+        for i in range(batch)
+    ]
+    history = [
+        {
+            "entity": f"e{1 + i % keys}",
+            "attribute": "a",
+            "source": "s",
+            "value": i,
+            "valid_from": changed_from + timedelta(hours=1 + i // keys),
+        }
+        for i in range(batch)
+    ]
+    rates = {name: 1000 / statistics.median(ms) for name, ms in timings.items()}
+    for name, rows in (("record_many, new keys", new_keys), ("record_many, history", history)):
+        began = time.perf_counter()
+        store.facts.record_many(rows)
+        rates[name] = batch / (time.perf_counter() - began)
+    return rates, answers
+
+
+def measure(
+    url: str,
+    keys: int,
+    changes: int,
+    rounds: int,
+    lookups: int,
+    writes: int,
+    batch: int,
+    seed: int,
+) -> dict[str, Any]:
+    with scratch_database(url, "bitemporal_integer_key") as base:
+        migrate(base)
+        with psycopg.connect(psycopg_url(base), autocommit=True) as conn:
+            filled = fill(conn, keys, changes)
+            fill_baseline(conn, filled["versions"])
+        template = str(psycopg.conninfo.conninfo_to_dict(psycopg_url(base))["dbname"])
+        with copies(url, template) as urls:
+            make_prototype(urls[INTEGER_KEY])
+            conns = {store: psycopg.connect(u, autocommit=True) for store, u in urls.items()}
+            try:
+                rates: dict[str, list[dict[str, float]]] = {store: [] for store in conns}
+                differing = 0
+                for r in range(rounds):
+                    order = list(conns) if r % 2 == 0 else list(reversed(conns))
+                    answers = {}
+                    for store in order:
+                        rate, answers[store] = round_of(
+                            conns[store], keys, changes, r, lookups, writes, batch, seed
+                        )
+                        rates[store].append(rate)
+                    differing += sum(
+                        a != b
+                        for a, b in zip(answers[AS_MIGRATED], answers[INTEGER_KEY], strict=True)
+                    )
+                contents = {store: c.execute(CONTENT).fetchone() for store, c in conns.items()}
+            finally:
+                for conn in conns.values():
+                    conn.close()
+    return {
+        "keys": keys,
+        "changes": changes,
+        "versions": filled["versions"],
+        "rounds": rounds,
+        "lookups": lookups,
+        "writes": writes,
+        "batch": batch,
+        "server_version": server_version(url),
+        "rates": rates,
+        "questions_answered_differently": differing,
+        "versions_held_differently": contents[AS_MIGRATED] != contents[INTEGER_KEY],
+    }
+
+
+def server_version(url: str) -> str:
+    with psycopg.connect(psycopg_url(url)) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+        return str(row[0]) if row else "?"
+
+
+# Each measured operation, and the baseline it is read against (None: none).
+OPERATIONS: dict[str, str | None] = {
+    "as_of, current knowledge": "primary key lookup",
+    "as_of, past knowledge": "primary key lookup",
+    "resolve, past knowledge": "primary key lookup",
+    "history": "primary key range scan",
+    "record, one interior change": "primary key UPDATE",
+    "record_many, new keys": None,
+    "record_many, history": None,
+}
+
+
+def report(result: dict[str, Any]) -> str:
+    rates = result["rates"]
+
+    def series(store: str, name: str) -> list[float]:
+        return [r[name] for r in rates[store]]
+
+    def against(store: str, name: str, baseline: str) -> str:
+        # A rate's inverse is a time: the baseline's rate over the operation's.
+        ratio = statistics.median(series(store, baseline)) / statistics.median(series(store, name))
+        return f"{ratio:.2f}x"
+
+    rows = []
+    for name, baseline in OPERATIONS.items():
+        t = turns(series(AS_MIGRATED, name), series(INTEGER_KEY, name))
+        unit = "a second" if baseline is None else f"a second (vs {baseline})"
+        rows.append(
+            (
+                name,
+                f"{t.baseline:,.0f} {unit}"
+                + (f": {against(AS_MIGRATED, name, baseline)}" if baseline else ""),
+                f"{t.other:,.0f}"
+                + (f": {against(INTEGER_KEY, name, baseline)}" if baseline else ""),
+                f"{t.ratio:.2f}x ({', '.join(f'{x:.2f}' for x in t.by_round)})",
+            )
+        )
+    header = (
+        f"== The integer key in the store: {result['versions']:,} versions of "
+        f"{result['keys']:,} keys, PostgreSQL {result['server_version']}, "
+        f"{result['rounds']} rounds (each: {result['lookups']} lookups, {result['writes']} "
+        f"interior changes, record_many of {result['batch']:,} rows twice)\n"
+    )
+    table = format_table(
+        ("operation", AS_MIGRATED, INTEGER_KEY, "integer key / as migrated (rounds)"), rows
+    )
+    return (
+        header + table + "\n(rates: operations a second, record_many rows a second; 'vs': times the"
+        " baseline's time in the same copy)\n"
+        f"questions answered differently by the two copies: "
+        f"{result['questions_answered_differently']}\n"
+        f"versions held differently at the end: {int(result['versions_held_differently'])}\n"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks integer-key", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--url", help="server (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, embedded)"
+    )
+    parser.add_argument("--keys", type=int, default=2_000)
+    parser.add_argument("--changes", type=int, default=25, help="changes per key")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--lookups", type=int, default=200, help="questions a round")
+    parser.add_argument("--writes", type=int, default=200, help="interior changes a round")
+    parser.add_argument("--batch", type=int, default=10_000, help="record_many rows a batch")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", help="write every figure measured here to this file")
+    args = parser.parse_args(argv)
+    result = measure(
+        database_url(args.url),
+        args.keys,
+        args.changes,
+        args.rounds,
+        args.lookups,
+        args.writes,
+        args.batch,
+        args.seed,
+    )
+    sys.stdout.write(report(result))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump(result, file, indent=1)
+    wrong = result["questions_answered_differently"] or result["versions_held_differently"]
+    return 1 if wrong else 0
