@@ -58,19 +58,18 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import ExitStack
 from datetime import timedelta
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from bitemporal import Key, Store, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
-from .facts import EPOCH, fill, fill_baseline, server_ms
+from .facts import EPOCH, fill, fill_baseline, machine, server_ms
 from .turns import turns
 
 AS_MIGRATED = "as migrated"
@@ -182,29 +181,6 @@ def make_prototype(url: str) -> None:
         conn.execute("VACUUM ANALYZE bitemporal.fact_key")
 
 
-@contextmanager
-def copies(url: str, template: str) -> Iterator[dict[str, str]]:
-    """Two databases copied from ``template`` on the server of ``url``, dropped afterwards."""
-    names = {store: f"{template}_{i}" for i, store in enumerate((AS_MIGRATED, INTEGER_KEY))}
-    with psycopg.connect(psycopg_url(url), autocommit=True) as conn:
-        try:
-            for name in names.values():
-                conn.execute(
-                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                        sql.Identifier(name), sql.Identifier(template)
-                    )
-                )
-            yield {
-                store: psycopg.conninfo.make_conninfo(psycopg_url(url), dbname=name)
-                for store, name in names.items()
-            }
-        finally:
-            for name in names.values():
-                conn.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                )
-
-
 def _answer(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """An as_of answer's versions as their source, value and valid period (see CONTENT)."""
     return sorted((str(row[3]), json.dumps(row[4]), str(row[5])) for row in rows)
@@ -214,6 +190,7 @@ def round_of(
     conn: psycopg.Connection[Any],
     keys: int,
     changes: int,
+    versions: int,
     round_: int,
     lookups: int,
     writes: int,
@@ -222,7 +199,6 @@ def round_of(
 ) -> tuple[dict[str, float], list[Any]]:
     """One round's work in one copy: each operation's rate (a second), and the answers."""
     rng = random.Random(seed * 1000 + round_)
-    versions = keys * (2 * changes - 1)
     timings: dict[str, list[float]] = {}
     answers: list[Any] = []
 
@@ -264,7 +240,7 @@ def round_of(
         {"entity": f"n{round_}_{i}", "attribute": "a", "source": "s", "value": i}
         for i in range(batch)
     ]
-    history = [
+    cuts = [
         {
             "entity": f"e{1 + i % keys}",
             "attribute": "a",
@@ -275,7 +251,7 @@ def round_of(
         for i in range(batch)
     ]
     rates = {name: 1000 / statistics.median(ms) for name, ms in timings.items()}
-    for name, rows in (("record_many, new keys", new_keys), ("record_many, history", history)):
+    for name, rows in (("record_many, new keys", new_keys), ("record_many, history", cuts)):
         began = time.perf_counter()
         store.facts.record_many(rows)
         rates[name] = batch / (time.perf_counter() - began)
@@ -298,7 +274,13 @@ def measure(
             filled = fill(conn, keys, changes)
             fill_baseline(conn, filled["versions"])
         template = str(psycopg.conninfo.conninfo_to_dict(psycopg_url(base))["dbname"])
-        with copies(url, template) as urls:
+        with ExitStack() as copies:
+            urls = {
+                store: psycopg_url(
+                    copies.enter_context(scratch_database(url, template, template=template))
+                )
+                for store in (AS_MIGRATED, INTEGER_KEY)
+            }
             make_prototype(urls[INTEGER_KEY])
             conns = {store: psycopg.connect(u, autocommit=True) for store, u in urls.items()}
             try:
@@ -309,7 +291,15 @@ def measure(
                     answers = {}
                     for store in order:
                         rate, answers[store] = round_of(
-                            conns[store], keys, changes, r, lookups, writes, batch, seed
+                            conns[store],
+                            keys,
+                            changes,
+                            filled["versions"],
+                            r,
+                            lookups,
+                            writes,
+                            batch,
+                            seed,
                         )
                         rates[store].append(rate)
                     differing += sum(
@@ -328,17 +318,11 @@ def measure(
         "lookups": lookups,
         "writes": writes,
         "batch": batch,
-        "server_version": server_version(url),
+        "server_version": machine(psycopg_url(url))["server_version"],
         "rates": rates,
         "questions_answered_differently": differing,
         "versions_held_differently": contents[AS_MIGRATED] != contents[INTEGER_KEY],
     }
-
-
-def server_version(url: str) -> str:
-    with psycopg.connect(psycopg_url(url)) as conn:
-        row = conn.execute("SHOW server_version").fetchone()
-        return str(row[0]) if row else "?"
 
 
 # Each measured operation, and the baseline it is read against (None: none).

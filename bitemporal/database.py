@@ -168,13 +168,19 @@ def sqlalchemy_url(url: str) -> str:
 
 
 @contextmanager
-def scratch_database(url: str, prefix: str = "bitemporal_scratch") -> Iterator[str]:
-    """A new, empty database on the server of ``url`` (for the demo and benchmarks), dropped
-    afterwards."""
+def scratch_database(
+    url: str, prefix: str = "bitemporal_scratch", *, template: str | None = None
+) -> Iterator[str]:
+    """A new database on the server of ``url`` (for the demo and benchmarks), dropped
+    afterwards: empty, or a copy of the database ``template`` (which nobody may be connected
+    to)."""
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     admin = psycopg_url(url)
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        create = sql.SQL("{} TEMPLATE {}").format(create, sql.Identifier(template))
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(create)
     try:
         yield make_url(admin).set(database=name).render_as_string(hide_password=False)
     finally:
