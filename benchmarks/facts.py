@@ -104,24 +104,27 @@ EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 
 # Change i of key prefix||k: value i valid from day i, known from hour i; it
 # closes the previous open version and re-records its remainder [day i-1, day i).
+# The key's integer is k (with the triggers off, nothing sets it): unique within
+# the entity, as the store needs it.
 FILL = (
     """INSERT INTO bitemporal.fact_key
+              (entity, attribute, first_known_at, last_known_at, last_txid, key_id)
        SELECT %(prefix)s || k, 'a', %(epoch)s, %(epoch)s + (%(changes)s - 1) * interval '1 hour',
-              pg_current_xact_id()
+              pg_current_xact_id(), k
          FROM generate_series(1, %(keys)s) k""",
     """INSERT INTO bitemporal.fact_version
-                   (entity, attribute, source, value, valid_period, known_period)
+                   (entity, attribute, source, value, valid_period, known_period, key_id)
        SELECT %(prefix)s || k, 'a', 's', to_jsonb(i),
               tstzrange(%(epoch)s + i * interval '1 day', NULL, '[)'),
               tstzrange(%(epoch)s + i * interval '1 hour',
                         CASE WHEN i < %(changes)s - 1
-                             THEN %(epoch)s + (i + 1) * interval '1 hour' END, '[)')
+                             THEN %(epoch)s + (i + 1) * interval '1 hour' END, '[)'), k
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 1) i
        UNION ALL
        SELECT %(prefix)s || k, 'a', 's', to_jsonb(i),
               tstzrange(%(epoch)s + i * interval '1 day',
                         %(epoch)s + (i + 1) * interval '1 day', '[)'),
-              tstzrange(%(epoch)s + (i + 1) * interval '1 hour', NULL, '[)')
+              tstzrange(%(epoch)s + (i + 1) * interval '1 hour', NULL, '[)'), k
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 2) i
         ORDER BY 1, 5""",
 )

@@ -1,29 +1,13 @@
-"""The integer key in the store itself: the store as migrated against a prototype of it in
-which one ``bigint`` stands for (entity, attribute) in both GiST indexes (issue 15).
+"""The integer key in the store (issue 15): the store at migration 0030, where the version
+table's GiST indexes begin with entity and attribute (text), against migration 0031, where
+they begin with one ``bigint`` for the key, ``key_id``.
 
     python -m benchmarks integer-key [--url URL] [--keys N] [--changes N] [--rounds N]
                                      [--lookups N] [--writes N] [--batch N] [--json FILE]
 
-``python -m benchmarks designs`` measures the version table's storage alone, without the
-store's triggers and functions. This measures what the integer key gives the store, its
-triggers and functions included, and what in the store must change with it. It fills one
-scratch database with ``--keys`` keys of ``--changes`` changes each (as ``python -m
-benchmarks facts`` fills it), copies it twice, and turns one copy into the prototype
-(``PROTOTYPE`` and ``PATCHES``):
-
-* ``bitemporal.fact_key`` gains ``key_id``, an identity; ``bitemporal.fact_version`` gains
-  ``key_id`` too, which the knowledge trigger sets from the key row it already reads;
-* the exclusion constraint and the GiST index of current versions compare ``key_id`` where
-  they compared ``entity`` and ``attribute`` (the source stays text);
-* the functions on the measured paths that read versions through those indexes read by
-  ``key_id``: ``as_of``'s past-knowledge branch (and so ``resolve``'s), ``supersede`` (what
-  ``record`` cuts through), ``record_many``'s read of the versions a batch cuts through,
-  ``history`` and the closing ``NOTIFY`` trigger. Unported, the trigger reads the versions
-  a closed one gave way to through the exclusion constraint's index without its first
-  column (at 98,000 versions an interior change took ten times as long), and
-  ``record_many`` wrote changes of keys of 1,000 versions at a tenth of the rate. Each
-  patch replaces one exact passage of the definition the migrations left, and fails if
-  that passage is not there exactly once.
+It fills one scratch database, migrated to head, with ``--keys`` keys of ``--changes``
+changes each (as ``python -m benchmarks facts`` fills it), and copies it twice; one copy is
+downgraded to 0030 (its functions, indexes and columns as they were; the versions stay).
 
 Then, round after round, the two copies taking turns (each round in the other order), the
 same work in each:
@@ -38,16 +22,11 @@ same work in each:
 * ``record_many`` of ``--batch`` rows of new keys, and of ``--batch`` changes of keys with
   history.
 
-It prints each operation's median rate in each copy, the prototype's against the store as
-migrated (of the medians, and round by round), and each lookup and change against its
-baseline. The two copies must answer every question alike and, at the end, hold the same
-versions (keys, sources, values and valid periods, open or closed alike): the exit status
-is 1 otherwise.
-
-The prototype is a measurement, not the store: the append-only guard does not yet refuse a
-changed ``key_id``, the other functions that read versions by key still read by
-``entity`` and ``attribute`` (through other indexes or none), and the partitioned layout
-and Citus, where ``entity`` must stay in the exclusion constraint, are not built.
+It prints each operation's median rate in each copy, 0031's against 0030's (of the medians,
+and round by round), and each lookup and change against its baseline. Last, the 0030 copy
+is upgraded to head, timed (the migration numbers the keys, rewrites every version and
+rebuilds both GiST indexes). The two copies must answer every question alike and hold the
+same versions, before and after that upgrade: the exit status is 1 otherwise.
 """
 
 from __future__ import annotations
@@ -65,89 +44,16 @@ from typing import Any
 
 import psycopg
 
-from bitemporal import Key, Store, migrate
+from bitemporal import Key, Store, downgrade, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
 from .facts import EPOCH, fill, fill_baseline, machine, server_ms
 from .turns import turns
 
-AS_MIGRATED = "as migrated"
-INTEGER_KEY = "integer key"
-
-# The prototype's storage: the key's integer, on both tables, in both GiST indexes.
-PROTOTYPE = (
-    "ALTER TABLE bitemporal.fact_key ADD COLUMN key_id bigint GENERATED ALWAYS AS IDENTITY UNIQUE",
-    "ALTER TABLE bitemporal.fact_version ADD COLUMN key_id bigint",
-    # The append-only guard refuses every UPDATE of a closed version: off while the
-    # existing versions get their key's integer.
-    "ALTER TABLE bitemporal.fact_version DISABLE TRIGGER USER",
-    """UPDATE bitemporal.fact_version v SET key_id = k.key_id
-         FROM bitemporal.fact_key k
-        WHERE k.entity = v.entity AND k.attribute = v.attribute""",
-    "ALTER TABLE bitemporal.fact_version ENABLE TRIGGER USER",
-    "ALTER TABLE bitemporal.fact_version ALTER COLUMN key_id SET NOT NULL",
-    "ALTER TABLE bitemporal.fact_version DROP CONSTRAINT fact_version_no_overlap",
-    """ALTER TABLE bitemporal.fact_version ADD CONSTRAINT fact_version_no_overlap
-       EXCLUDE USING gist (key_id WITH =, source WITH =, valid_period WITH &&,
-                           known_period WITH &&)""",
-    "DROP INDEX bitemporal.fact_version_current_idx",
-    """CREATE INDEX fact_version_current_idx ON bitemporal.fact_version
-       USING gist (key_id, source, valid_period) WHERE upper_inf(known_period)""",
-)
-
-# (function, passage of its definition as migrated, what the prototype has instead).
-PATCHES = (
-    (
-        "bitemporal_internal.fact_version_knowledge()",
-        "SELECT fk.last_known_at, fk.last_txid INTO k",
-        "SELECT fk.last_known_at, fk.last_txid, fk.key_id INTO k",
-    ),
-    (
-        "bitemporal_internal.fact_version_knowledge()",
-        "RETURN NEW;  -- the foreign key refuses the row\n    END IF;",
-        (
-            "RETURN NEW;  -- the foreign key refuses the row\n    END IF;\n"
-            "    IF TG_OP = 'INSERT' THEN\n        NEW.key_id := k.key_id;\n    END IF;"
-        ),
-    ),
-    (
-        "bitemporal_internal.supersede(text,text,text,tstzrange,timestamptz,jsonb,text)",
-        "WHERE v.entity = supersede.entity AND v.attribute = supersede.attribute",
-        (
-            "WHERE v.key_id = (SELECT fk.key_id FROM bitemporal.fact_key fk"
-            " WHERE fk.entity = supersede.entity AND fk.attribute = supersede.attribute)"
-        ),
-    ),
-    (
-        "bitemporal.as_of(text,text,timestamptz,timestamptz)",
-        "AND (p.entity = as_of.entity) AND (p.attribute = as_of.attribute)",
-        "AND (p.key_id = k.key_id)",
-    ),
-    (
-        "bitemporal.record_many(bitemporal.batch_row[],integer)",
-        "SELECT fk.last_known_at, fk.last_txid FROM bitemporal.fact_key fk",
-        "SELECT fk.last_known_at, fk.last_txid, fk.key_id FROM bitemporal.fact_key fk",
-    ),
-    (
-        "bitemporal.record_many(bitemporal.batch_row[],integer)",
-        "AND v.entity = w.entity AND v.attribute = w.attribute AND v.source = w.source",
-        "AND v.key_id = k.key_id AND v.source = w.source",
-    ),
-    (
-        "bitemporal.history(text,text)",
-        "WHERE v.entity = history.entity AND v.attribute = history.attribute",
-        (
-            "WHERE v.key_id = (SELECT fk.key_id FROM bitemporal.fact_key fk"
-            " WHERE fk.entity = history.entity AND fk.attribute = history.attribute)"
-        ),
-    ),
-    (
-        "bitemporal_internal.fact_version_notify_closed()",
-        "WHERE w.entity = NEW.entity AND w.attribute = NEW.attribute AND",
-        "WHERE w.key_id = NEW.key_id AND",
-    ),
-)
+TEXT_KEY = "0030, text key"
+TEXT_KEY_REVISION = "0030"
+INTEGER_KEY = "0031, integer key"
 
 AS_OF = "SELECT * FROM bitemporal.as_of(%s, 'a', %s, %s)"
 RESOLVE = "SELECT * FROM bitemporal.resolve(%s, 'a', %s, %s)"
@@ -162,23 +68,6 @@ CONTENT = """SELECT md5(string_agg(v.line, ',' ORDER BY v.line))
                FROM (SELECT concat_ws('|', entity, attribute, source, value, valid_period,
                                       upper_inf(known_period)) AS line
                        FROM bitemporal.fact_version) v"""
-
-
-def make_prototype(url: str) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        for statement in PROTOTYPE:
-            conn.execute(statement)
-        for function, old, new in PATCHES:
-            row = conn.execute(
-                "SELECT pg_get_functiondef(%s::regprocedure)", (function,)
-            ).fetchone()
-            assert row is not None
-            found = str(row[0]).count(old)
-            if found != 1:
-                raise RuntimeError(f"{function}: the passage to patch is there {found} times")
-            conn.execute(str(row[0]).replace(old, new))
-        conn.execute("VACUUM ANALYZE bitemporal.fact_version")
-        conn.execute("VACUUM ANALYZE bitemporal.fact_key")
 
 
 def _answer(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -279,9 +168,11 @@ def measure(
                 store: psycopg_url(
                     copies.enter_context(scratch_database(url, template, template=template))
                 )
-                for store in (AS_MIGRATED, INTEGER_KEY)
+                for store in (TEXT_KEY, INTEGER_KEY)
             }
-            make_prototype(urls[INTEGER_KEY])
+            began = time.perf_counter()
+            downgrade(urls[TEXT_KEY], TEXT_KEY_REVISION)
+            downgrade_seconds = time.perf_counter() - began
             conns = {store: psycopg.connect(u, autocommit=True) for store, u in urls.items()}
             try:
                 rates: dict[str, list[dict[str, float]]] = {store: [] for store in conns}
@@ -303,13 +194,17 @@ def measure(
                         )
                         rates[store].append(rate)
                     differing += sum(
-                        a != b
-                        for a, b in zip(answers[AS_MIGRATED], answers[INTEGER_KEY], strict=True)
+                        a != b for a, b in zip(answers[TEXT_KEY], answers[INTEGER_KEY], strict=True)
                     )
                 contents = {store: c.execute(CONTENT).fetchone() for store, c in conns.items()}
             finally:
                 for conn in conns.values():
                     conn.close()
+            began = time.perf_counter()
+            migrate(urls[TEXT_KEY])
+            upgrade_seconds = time.perf_counter() - began
+            with psycopg.connect(urls[TEXT_KEY]) as conn:
+                upgraded = conn.execute(CONTENT).fetchone()
     return {
         "keys": keys,
         "changes": changes,
@@ -321,7 +216,10 @@ def measure(
         "server_version": machine(psycopg_url(url))["server_version"],
         "rates": rates,
         "questions_answered_differently": differing,
-        "versions_held_differently": contents[AS_MIGRATED] != contents[INTEGER_KEY],
+        "versions_held_differently": contents[TEXT_KEY] != contents[INTEGER_KEY],
+        "versions_changed_by_the_upgrade": upgraded != contents[TEXT_KEY],
+        "downgrade_seconds": downgrade_seconds,
+        "upgrade_seconds": upgrade_seconds,
     }
 
 
@@ -350,13 +248,13 @@ def report(result: dict[str, Any]) -> str:
 
     rows = []
     for name, baseline in OPERATIONS.items():
-        t = turns(series(AS_MIGRATED, name), series(INTEGER_KEY, name))
+        t = turns(series(TEXT_KEY, name), series(INTEGER_KEY, name))
         unit = "a second" if baseline is None else f"a second (vs {baseline})"
         rows.append(
             (
                 name,
                 f"{t.baseline:,.0f} {unit}"
-                + (f": {against(AS_MIGRATED, name, baseline)}" if baseline else ""),
+                + (f": {against(TEXT_KEY, name, baseline)}" if baseline else ""),
                 f"{t.other:,.0f}"
                 + (f": {against(INTEGER_KEY, name, baseline)}" if baseline else ""),
                 f"{t.ratio:.2f}x ({', '.join(f'{x:.2f}' for x in t.by_round)})",
@@ -368,15 +266,16 @@ def report(result: dict[str, Any]) -> str:
         f"{result['rounds']} rounds (each: {result['lookups']} lookups, {result['writes']} "
         f"interior changes, record_many of {result['batch']:,} rows twice)\n"
     )
-    table = format_table(
-        ("operation", AS_MIGRATED, INTEGER_KEY, "integer key / as migrated (rounds)"), rows
-    )
+    table = format_table(("operation", TEXT_KEY, INTEGER_KEY, "0031 / 0030 (rounds)"), rows)
     return (
         header + table + "\n(rates: operations a second, record_many rows a second; 'vs': times the"
         " baseline's time in the same copy)\n"
         f"questions answered differently by the two copies: "
         f"{result['questions_answered_differently']}\n"
         f"versions held differently at the end: {int(result['versions_held_differently'])}\n"
+        f"the 0030 copy downgraded in {result['downgrade_seconds']:.1f} s, upgraded to 0031 in "
+        f"{result['upgrade_seconds']:.1f} s after the rounds; versions changed by that upgrade: "
+        f"{int(result['versions_changed_by_the_upgrade'])}\n"
     )
 
 
@@ -410,5 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:
             json.dump(result, file, indent=1)
-    wrong = result["questions_answered_differently"] or result["versions_held_differently"]
+    wrong = (
+        result["questions_answered_differently"]
+        or result["versions_held_differently"]
+        or result["versions_changed_by_the_upgrade"]
+    )
     return 1 if wrong else 0

@@ -25,6 +25,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     func,
     text,
 )
@@ -67,7 +68,15 @@ fact_key = Table(
     Column("first_known_at", TSTZ, nullable=False),
     Column("last_known_at", TSTZ, nullable=False),
     Column("last_txid", Xid8, nullable=False),
+    # The key as one integer in the version table's indexes (migration 0031).
+    Column(
+        "key_id",
+        BigInteger,
+        nullable=False,
+        server_default=text("nextval('bitemporal.fact_key_key_id_seq'::regclass)"),
+    ),
     PrimaryKeyConstraint("entity", "attribute", name="fact_key_pkey"),
+    UniqueConstraint("entity", "key_id", name="fact_key_key_id_unique"),
     CheckConstraint("entity <> '' AND attribute <> ''", name="fact_key_not_blank"),
     CheckConstraint("first_known_at <= last_known_at", name="fact_key_known_order"),
 )
@@ -92,6 +101,8 @@ fact_version = Table(
     # The erasure that removed the value, and when (migration 0012).
     Column("erased_at", TSTZ),
     Column("erasure_id", BigInteger),
+    # The key's fact_key.key_id, forced by a trigger; 0 only in a refused row (migration 0031).
+    Column("key_id", BigInteger, nullable=False, server_default=text("0")),
     PrimaryKeyConstraint("version_id", name="fact_version_pkey"),
     ForeignKeyConstraint(
         ["entity", "attribute"],
@@ -99,8 +110,8 @@ fact_version = Table(
         name="fact_version_key_fkey",
     ),
     ExcludeConstraint(
+        ("key_id", "="),
         ("entity", "="),
-        ("attribute", "="),
         ("source", "="),
         ("valid_period", "&&"),
         ("known_period", "&&"),
@@ -109,8 +120,7 @@ fact_version = Table(
     ),
     Index(
         "fact_version_current_idx",
-        "entity",
-        "attribute",
+        "key_id",
         "source",
         "valid_period",
         postgresql_using="gist",

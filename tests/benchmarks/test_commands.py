@@ -111,10 +111,12 @@ def test_integer_key_runs_end_to_end_from_the_command(server_url: str) -> None:
         *("--lookups", "10", "--writes", "10", "--batch", "100"),
     )
     assert result.returncode == 0, result.stderr
-    # 40 keys of 2 * 4 - 1 versions; the prototype patched every passage it names.
+    # 40 keys of 2 * 4 - 1 versions, in a copy downgraded to 0030 and one at 0031.
     assert "280 versions of 40 keys" in result.stdout
+    assert "0030, text key" in result.stdout and "0031, integer key" in result.stdout
     assert "questions answered differently by the two copies: 0" in result.stdout
     assert "versions held differently at the end: 0" in result.stdout
+    assert "versions changed by that upgrade: 0" in result.stdout
     rows = {line.split("  ")[0] for line in result.stdout.splitlines()}
     assert {
         "as_of, current knowledge",

@@ -64,31 +64,32 @@ BIG = {"fact_version", "fact_key", "memory_item", "memory_log"}
 # closes the previous open version and re-records its remainder [day i-1, day i).
 FILL_FACTS = (
     """INSERT INTO bitemporal.fact_key
+              (entity, attribute, first_known_at, last_known_at, last_txid, key_id)
        SELECT 'e' || k, 'a', %(epoch)s + k * interval '1 second',
               %(epoch)s + (%(changes)s - 1) * interval '1 hour' + k * interval '1 second',
-              pg_current_xact_id()
+              pg_current_xact_id(), k
          FROM generate_series(1, %(keys)s) k""",
     """INSERT INTO bitemporal.fact_version
-              (entity, attribute, source, value, valid_period, known_period)
+              (entity, attribute, source, value, valid_period, known_period, key_id)
        SELECT 'e' || k, 'a', 's', to_jsonb(i),
               tstzrange(%(epoch)s + i * interval '1 day', NULL, '[)'),
               tstzrange(%(epoch)s + i * interval '1 hour' + k * interval '1 second',
                         CASE WHEN i < %(changes)s - 1
                              THEN %(epoch)s + (i + 1) * interval '1 hour'
                                   + k * interval '1 second' END,
-                        '[)')
+                        '[)'), k
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 1) i
        UNION ALL
        SELECT 'e' || k, 'a', 's', to_jsonb(i),
               tstzrange(%(epoch)s + i * interval '1 day',
                         %(epoch)s + (i + 1) * interval '1 day', '[)'),
               tstzrange(%(epoch)s + (i + 1) * interval '1 hour' + k * interval '1 second',
-                        NULL, '[)')
+                        NULL, '[)'), k
          FROM generate_series(1, %(keys)s) k, generate_series(0, %(changes)s - 2) i
        UNION ALL
        SELECT 'e' || k, 'a', 'forum', to_jsonb(-1),
               tstzrange(%(epoch)s, NULL, '[)'),
-              tstzrange(%(epoch)s + k * interval '1 second', NULL, '[)')
+              tstzrange(%(epoch)s + k * interval '1 second', NULL, '[)'), k
          FROM generate_series(1, %(conflicted)s) k
         ORDER BY 1, 5""",
 )
