@@ -76,7 +76,7 @@ fact_key = Table(
         server_default=text("nextval('bitemporal.fact_key_key_id_seq'::regclass)"),
     ),
     PrimaryKeyConstraint("entity", "attribute", name="fact_key_pkey"),
-    UniqueConstraint("entity", "key_id", name="fact_key_key_id_unique"),
+    UniqueConstraint("key_id", "entity", name="fact_key_key_id_unique"),
     CheckConstraint("entity <> '' AND attribute <> ''", name="fact_key_not_blank"),
     CheckConstraint("first_known_at <= last_known_at", name="fact_key_known_order"),
 )

@@ -105,11 +105,13 @@ ALTER TABLE bitemporal.fact_key
     ALTER COLUMN key_id SET NOT NULL;
 ALTER SEQUENCE bitemporal.fact_key_key_id_seq OWNED BY bitemporal.fact_key.key_id;
 -- Enforced, not only assigned so: two keys of one entity sharing an integer
--- would read each other's versions (a row written by hand could do it).
+-- would read each other's versions (a row written by hand could do it). The
+-- integer first: led by entity, the planner would take this index for the
+-- lookups of a key by (entity, attribute) that fact_key_pkey serves.
 ALTER TABLE bitemporal.fact_key
-    ADD CONSTRAINT fact_key_key_id_unique UNIQUE (entity, key_id);
-COMMENT ON CONSTRAINT fact_key_key_id_unique ON bitemporal.fact_key IS
-    'A key''s integer is unique within its entity: reads of a key''s versions by (entity, key_id) read that key''s only.';
+    ADD CONSTRAINT fact_key_key_id_unique UNIQUE (key_id, entity);
+COMMENT ON INDEX bitemporal.fact_key_key_id_unique IS
+    'A key''s integer is unique within its entity: reads of a key''s versions by (key_id, entity) read that key''s only.';
 COMMENT ON COLUMN bitemporal.fact_key.key_id IS
     'The key as one integer, unique within its entity, in the version table''s indexes (bitemporal.fact_version.key_id).';
 
@@ -163,6 +165,30 @@ CREATE INDEX fact_version_current_idx ON bitemporal.fact_version
     WHERE upper_inf(known_period);
 COMMENT ON INDEX bitemporal.fact_version_current_idx IS
     'Current versions (open knowledge) by key (its integer), source and valid period: what record() and retract() read, whatever the length of the history.';
+
+-- On a partitioned table the partitions' copies of the two indexes keep the
+-- names bitemporal.partition_versions gives them, <index>_p<k>
+-- (partitioning.v2.sql): from PostgreSQL 17 the constraint added to the
+-- partitioned table above, and the index, make copies named by PostgreSQL.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT i.inhrelid::regclass AS child, p.relname AS parent, c.relname AS part
+          FROM pg_catalog.pg_inherits i
+          JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
+          JOIN pg_catalog.pg_index x ON x.indexrelid = i.inhrelid
+          JOIN pg_catalog.pg_class c ON c.oid = x.indrelid
+         WHERE p.relnamespace = 'bitemporal'::regnamespace
+           AND p.relname IN ('fact_version_no_overlap', 'fact_version_current_idx')
+    LOOP
+        -- Renaming an index renames the constraint it backs.
+        EXECUTE pg_catalog.format('ALTER INDEX %s RENAME TO %I', r.child,
+                                  r.parent || pg_catalog.substr(r.part, pg_catalog.length('fact_version') + 1));
+    END LOOP;
+END
+$$;
 
 -- 3. The functions.
 

@@ -105,6 +105,26 @@ def downgrade() -> None:
             WHERE upper_inf(known_period);
         COMMENT ON INDEX bitemporal.fact_version_current_idx IS
             'Current versions (open knowledge) by key, source and valid period: what record() and retract() read, whatever the length of the history.';
+        -- The partitions' copies named as partition_versions names them (see the file).
+        DO $$
+        DECLARE
+            r record;
+        BEGIN
+            FOR r IN
+                SELECT i.inhrelid::regclass AS child, p.relname AS parent, c.relname AS part
+                  FROM pg_catalog.pg_inherits i
+                  JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
+                  JOIN pg_catalog.pg_index x ON x.indexrelid = i.inhrelid
+                  JOIN pg_catalog.pg_class c ON c.oid = x.indrelid
+                 WHERE p.relnamespace = 'bitemporal'::regnamespace
+                   AND p.relname IN ('fact_version_no_overlap', 'fact_version_current_idx')
+            LOOP
+                EXECUTE pg_catalog.format(
+                    'ALTER INDEX %s RENAME TO %I', r.child,
+                    r.parent || pg_catalog.substr(r.part, pg_catalog.length('fact_version') + 1));
+            END LOOP;
+        END
+        $$;
         ALTER TABLE bitemporal.fact_version DROP COLUMN key_id;
         ALTER TABLE bitemporal.fact_key DROP CONSTRAINT fact_key_key_id_unique;
         ALTER TABLE bitemporal.fact_key DROP COLUMN key_id;

@@ -9,6 +9,7 @@ changed, and two keys of one entity never share one.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -83,6 +84,22 @@ def answers(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     return found
 
 
+def assert_index_names(conn: psycopg.Connection[Any]) -> None:
+    """The GiST indexes (and their partitions' copies) keep the names partition_versions
+    gives them, whichever way they were rebuilt."""
+    names = [
+        row[0]
+        for row in conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'bitemporal'::regnamespace"
+            " AND relkind IN ('i', 'I') AND relname ~ 'no_overlap|current_idx'"
+            " AND relname LIKE 'fact_version%'"
+        )
+    ]
+    assert names and all(
+        re.fullmatch(r"fact_version_(no_overlap|current_idx)(_p\d)?", n) for n in names
+    ), names
+
+
 def key_ids(conn: psycopg.Connection[Any]) -> dict[tuple[str, str], int]:
     rows = conn.execute("SELECT entity, attribute, key_id FROM bitemporal.fact_key").fetchall()
     return {(e, a): k for e, a, k in rows}
@@ -105,6 +122,7 @@ def test_an_upgraded_store_answers_as_before(empty_database_url: str, layout: in
         ).fetchone()
         assert mismatched == (0,)
         assert answers(conn) == before
+        assert_index_names(conn)
         # A new key takes the sequence's next integer; an old key is written as before.
         conn.execute("SELECT bitemporal.record('c', 'status', 'ops', '1', %s)", (START,))
         conn.execute("SELECT bitemporal.record('a', 'status', 'ops', '\"later\"', %s)", (START,))
@@ -118,10 +136,12 @@ def test_an_upgraded_store_answers_as_before(empty_database_url: str, layout: in
             " ('bitemporal.fact_version'::regclass, 'bitemporal.fact_key'::regclass)"
         ).fetchone() == (0,)
         assert answers(conn) == written
+        assert_index_names(conn)
 
     migrations.migrate(url, partitions=layout)
     with psycopg.connect(url, autocommit=True) as conn:
         assert answers(conn) == written
+        assert_index_names(conn)
         assert sorted(key_ids(conn).values()) == [-2, -1, -1, -1]
 
 
