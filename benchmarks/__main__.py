@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import (
+    anatomy,
     citus,
     decay,
     designs,
@@ -33,6 +34,7 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "notify": notify.main,
     "references": references.main,
     "integer-key": integer_key.main,
+    "anatomy": anatomy.main,
 }
 
 

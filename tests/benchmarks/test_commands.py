@@ -32,7 +32,18 @@ def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     "suite",
-    ["facts", "decay", "load", "import", "tpcbih", "storage", "designs", "notify", "integer-key"],
+    [
+        "facts",
+        "decay",
+        "load",
+        "import",
+        "tpcbih",
+        "storage",
+        "designs",
+        "notify",
+        "integer-key",
+        "anatomy",
+    ],
 )
 def test_each_suite_is_one_command(suite: str) -> None:
     result = benchmarks(suite, "--help")

@@ -1,0 +1,316 @@
+"""Where the time of an as-of lookup and of a history from Python goes.
+
+    python -m benchmarks anatomy [--url URL] [--keys N] [--changes N] [--samples N]
+                                 [--rounds N] [--timeline-versions N]
+                                 [--timeline-samples N] [--json FILE]
+
+Issue 15 asks for an as-of lookup within 1.5x (current knowledge) and 2.5x (an earlier
+knowledge time) of a primary-key lookup, and for a history from Python within 2x of
+fetching as many rows by primary key. This suite says which part of each misses. In a
+scratch store filled as ``python -m benchmarks facts`` fills one (``--keys`` keys of
+``2 * --changes - 1`` versions, a key of about ``--timeline-versions``, a plain table of as
+many rows with a ``bigint`` primary key), it times on the server (``EXPLAIN ANALYZE``'s
+execution time, as ``facts`` does), on the same random questions and in a new random order
+for each question, ``bitemporal.as_of`` and the parts it is made of, each part a query of
+its own:
+
+- the key's row in ``fact_key`` (its latest knowledge time, the gate, and its integer);
+- the key's current versions through their btree (``current_versions``, the first
+  branch), alone, then after the key's row, then sorted by version id as ``as_of`` returns
+  them: what ``as_of`` does for current knowledge, without its second, gated branch;
+- the versions known at an earlier time, through the GiST index of the exclusion
+  constraint by the key's integer (the second branch), alone.
+
+Each decomposition is checked to return the versions ``as_of`` returns. From Python, it
+times ``history`` of the long key against the same number of rows fetched by primary key,
+and counts the calls during which Python's cyclic collector made a full collection (the
+collector at its defaults), giving each kind of call its own median. ``--rounds`` repeats
+everything; the spread of each part's ratio over the rounds is printed beside its median,
+since one run of a 0.02-ms query on a shared machine can be a third off the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Self
+
+import psycopg
+
+from bitemporal import Key, Store, migrate
+from bitemporal.database import database_url, psycopg_url, scratch_database
+from bitemporal.formatting import format_table
+
+from . import facts
+
+PRIMARY_KEY = "primary key"
+KEY_ROW = "key row"
+CURRENT_ALONE = "current versions (btree) alone"
+CURRENT_AFTER_KEY = "key row, then current versions"
+CURRENT_SORTED = "key row, then current versions, sorted"
+AS_OF_CURRENT = "as_of, current knowledge"
+PAST_ALONE = "versions known earlier (GiST, by key_id) alone"
+AS_OF_PAST = "as_of, past knowledge"
+
+_CURRENT_JOIN = """SELECT c.* FROM bitemporal.fact_key k
+  CROSS JOIN LATERAL bitemporal_internal.current_versions(
+      k.entity, k.attribute, %(valid_at)s, pg_catalog.now()) c
+ WHERE k.entity = %(entity)s AND k.attribute = 'a' AND k.last_known_at <= pg_catalog.now()"""
+
+#: Each part and its query; the parameters are one question (facts.lookups' kind).
+PARTS: dict[str, str] = {
+    PRIMARY_KEY: "SELECT value FROM bench_plain WHERE id = %(id)s",
+    KEY_ROW: "SELECT last_known_at, key_id FROM bitemporal.fact_key "
+    "WHERE entity = %(entity)s AND attribute = 'a'",
+    CURRENT_ALONE: "SELECT * FROM bitemporal_internal.current_versions("
+    "%(entity)s, 'a', %(valid_at)s, pg_catalog.now())",
+    CURRENT_AFTER_KEY: _CURRENT_JOIN,
+    CURRENT_SORTED: _CURRENT_JOIN + " ORDER BY c.version_id",
+    AS_OF_CURRENT: "SELECT * FROM bitemporal.as_of(%(entity)s, 'a', %(valid_at)s)",
+    PAST_ALONE: "SELECT * FROM bitemporal.fact_version p WHERE p.key_id = %(key_id)s::bigint "
+    "AND p.entity = %(entity)s AND p.valid_period @> %(valid_at)s::timestamptz "
+    "AND p.known_period @> %(known_at)s::timestamptz",
+    AS_OF_PAST: "SELECT * FROM bitemporal.as_of(%(entity)s, 'a', %(valid_at)s, %(known_at)s)",
+}
+
+#: A decomposition and the as_of call whose versions it must return.
+SAME_VERSIONS = ((CURRENT_SORTED, AS_OF_CURRENT), (PAST_ALONE, AS_OF_PAST))
+
+HISTORY_BASELINE = "primary key range scan, same number of rows"
+HISTORY = "history"
+WITHOUT_FULL = "history, calls without a full collection"
+WITH_FULL = "history, calls with a full collection"
+
+
+def _version_ids(conn: psycopg.Connection[Any], query: str, params: dict[str, Any]) -> list[int]:
+    return sorted(row[0] for row in conn.execute(query, params))
+
+
+def questions(
+    conn: psycopg.Connection[Any], keys: int, changes: int, versions: int, rng: random.Random
+) -> dict[str, Any]:
+    """One question: a key, a valid time on one of its days, a knowledge time while its
+    history was written, a row of the baseline table and the key's integer."""
+    key = rng.randrange(1, keys + 1)
+    change = rng.randrange(0, changes)
+    entity = f"e{key}"
+    row = conn.execute(
+        "SELECT key_id FROM bitemporal.fact_key WHERE entity = %s AND attribute = 'a'", (entity,)
+    ).fetchone()
+    assert row is not None
+    return {
+        "entity": entity,
+        "valid_at": facts.EPOCH + timedelta(days=change, hours=12),
+        "known_at": facts.EPOCH + timedelta(hours=rng.randrange(0, change + 1), minutes=30),
+        "id": rng.randrange(1, versions + 1),
+        "key_id": row[0],
+    }
+
+
+def lookup_round(
+    conn: psycopg.Connection[Any], asked: list[dict[str, Any]], rng: random.Random
+) -> tuple[dict[str, list[float]], int]:
+    """Every part on every question, in a new order each time; and how many of the
+    decompositions returned other versions than as_of."""
+    timings: dict[str, list[float]] = {name: [] for name in PARTS}
+    differ = 0
+    for params in asked:
+        for name in rng.sample(list(PARTS), len(PARTS)):
+            timings[name].append(facts.server_ms(conn, PARTS[name], params))
+        for part, whole in SAME_VERSIONS:
+            differ += _version_ids(conn, PARTS[part], params) != _version_ids(
+                conn, PARTS[whole], params
+            )
+    return timings, differ
+
+
+class FullCollections:
+    """Counts Python's full (generation 2) cyclic collections while installed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            self.count += 1
+
+    def __enter__(self) -> Self:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
+def history_round(
+    conn: psycopg.Connection[Any], versions: int, samples: int, rng: random.Random
+) -> dict[str, list[float]]:
+    """history of the long key from Python against a primary-key range scan of as many
+    rows, each history call filed by whether a full collection ran during it."""
+    store = Store(conn)
+    key = Key(facts.TIMELINE_ENTITY, "a")
+    rows = len(store.facts.history(key))
+    timings: dict[str, list[float]] = {
+        HISTORY_BASELINE: [],
+        HISTORY: [],
+        WITHOUT_FULL: [],
+        WITH_FULL: [],
+    }
+    with FullCollections() as full:
+        for _ in range(samples):
+            first = rng.randrange(1, versions - rows + 2)
+            params = {"first": first, "last": first + rows - 1}
+            timings[HISTORY_BASELINE].append(facts.fetch_ms(conn, facts.TIMELINE_BASELINE, params))
+            before = full.count
+            ms = facts.client_ms(store.facts.history, key)
+            timings[HISTORY].append(ms)
+            timings[WITH_FULL if full.count > before else WITHOUT_FULL].append(ms)
+    return timings
+
+
+def measure(
+    url: str,
+    keys: int,
+    changes: int,
+    samples: int,
+    rounds: int,
+    timeline_versions: int,
+    timeline_samples: int,
+    seed: int = 1,
+) -> dict[str, Any]:
+    """Everything, in the (scratch, migrated) database ``url``."""
+    rng = random.Random(seed)
+    with psycopg.connect(url, autocommit=True) as conn:
+        loaded = facts.fill(conn, keys, changes, timeline_versions)
+        versions = loaded["versions"]
+        facts.fill_baseline(conn, versions)
+        asked = [questions(conn, keys, changes, versions, rng) for _ in range(samples)]
+        lookup_round(conn, asked, rng)  # warms caches and plans
+        lookups: list[dict[str, list[float]]] = []
+        histories: list[dict[str, list[float]]] = []
+        differ = 0
+        for _ in range(rounds):
+            timings, wrong = lookup_round(conn, asked, rng)
+            lookups.append(timings)
+            differ += wrong
+            histories.append(history_round(conn, versions, timeline_samples, rng))
+        return {
+            "server_version": conn.info.server_version // 10000,
+            "versions": versions,
+            "keys": keys,
+            "changes": changes,
+            "samples": samples,
+            "rounds": rounds,
+            "timeline_versions": timeline_versions,
+            "differ": differ,
+            "lookups": lookups,
+            "histories": histories,
+        }
+
+
+def _merged(rounds: list[dict[str, list[float]]]) -> dict[str, list[float]]:
+    return {name: [ms for r in rounds for ms in r[name]] for name in rounds[0]}
+
+
+def _ratio_spread(rounds: list[dict[str, list[float]]], name: str, baseline: str) -> str:
+    """The lowest and highest ratio of ``name``'s median to the baseline's over the rounds."""
+    ratios = [
+        statistics.median(r[name]) / statistics.median(r[baseline])
+        for r in rounds
+        if r[name] and r[baseline]
+    ]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x" if ratios else "-"
+
+
+def _rows(rounds: list[dict[str, list[float]]], baseline: str) -> list[tuple[str, ...]]:
+    merged = _merged(rounds)
+    base = statistics.median(merged[baseline])
+    rows: list[tuple[str, ...]] = []
+    for name, samples in merged.items():
+        if not samples:
+            rows.append((name, "0", "-", "-", "-"))
+            continue
+        median = statistics.median(samples)
+        rows.append(
+            (
+                name,
+                f"{len(samples):,}",
+                f"{median:.3f}",
+                f"{median / base:.2f}x",
+                _ratio_spread(rounds, name, baseline),
+            )
+        )
+    return rows
+
+
+def report(result: dict[str, Any]) -> str:
+    head = (
+        f"PostgreSQL {result['server_version']}, {result['versions']:,} versions "
+        f"({result['keys']:,} keys of {2 * result['changes'] - 1} versions and one of about "
+        f"{result['timeline_versions']:,}), {result['samples']} questions, "
+        f"{result['rounds']} rounds\n"
+    )
+    columns = ("part", "samples", "median ms", "vs baseline", "over the rounds")
+    lookups = format_table(columns, _rows(result["lookups"], PRIMARY_KEY))
+    histories = format_table(columns, _rows(result["histories"], HISTORY_BASELINE))
+    return (
+        head
+        + "\nAn as-of lookup and its parts, on the server (baseline: a primary-key lookup):\n"
+        + lookups
+        + f"\nDecompositions returning other versions than as_of: {result['differ']}\n"
+        + "\nA history from Python (baseline: as many rows by primary key, from Python):\n"
+        + histories
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks anatomy", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--url", help="server to create a scratch database on (default: as for connect)"
+    )
+    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument(
+        "--changes", type=int, default=50, help="changes per key (versions = 2*changes-1)"
+    )
+    parser.add_argument("--samples", type=int, default=300, help="questions per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--timeline-versions", type=int, default=10_000)
+    parser.add_argument("--timeline-samples", type=int, default=10, help="history calls per round")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", help="write every figure measured here")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        sys.stderr.write(f"[{time.perf_counter() - started:7.1f} s] {message}\n")
+
+    progress(f"filling {args.keys:,} keys of {2 * args.changes - 1} versions ...")
+    url = database_url(args.url)
+    with scratch_database(url, "bitemporal_bench") as scratch:
+        migrate(scratch)
+        result = measure(
+            psycopg_url(scratch),
+            args.keys,
+            args.changes,
+            args.samples,
+            args.rounds,
+            args.timeline_versions,
+            args.timeline_samples,
+            args.seed,
+        )
+    result["machine"] = facts.machine(psycopg_url(url))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    sys.stdout.write(report(result))
+    progress("done")
+    return 0 if result["differ"] == 0 else 1
