@@ -121,8 +121,18 @@ def standard_body_definition(filename: str, function: str) -> str:
     END;``) as an earlier, frozen SQL file defines it, without a ``COMMENT`` (files such as
     search_path.v1.sql give none: the function keeps its own): what a migration that
     redefined it restores on downgrade."""
+    return _definition_to(filename, function, r"^END;$")
+
+
+def quoted_body_definition(filename: str, function: str) -> str:
+    """:func:`standard_body_definition` for a function whose body is quoted (``AS $$ ...
+    $$;``), as files that redefine a function and keep its ``COMMENT`` give it."""
+    return _definition_to(filename, function, r"^\$\$;$")
+
+
+def _definition_to(filename: str, function: str, end: str) -> str:
     found = re.search(
-        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(function)}\(.*?^END;$",
+        rf"^CREATE (?:OR REPLACE )?FUNCTION {re.escape(function)}\(.*?{end}",
         sql_text(filename),
         re.MULTILINE | re.DOTALL,
     )
@@ -379,7 +389,8 @@ def _downgrade_keeping_data(
     holding = [
         t
         for t in _tables(connection)
-        if connection.execute(text(f"SELECT EXISTS (SELECT FROM {t})")).scalar()
+        # SELECT 1: Citus refuses a subquery with no columns over a distributed table.
+        if connection.execute(text(f"SELECT EXISTS (SELECT 1 FROM {t})")).scalar()
     ]
     savepoint = connection.begin_nested()
     migrate_down()

@@ -1,0 +1,74 @@
+"""record_many inserts a round's versions in an order unrelated to the keys' integers
+(issue 15).
+
+Revision ID: 0032
+Revises: 0031
+Create Date: 2026-12-05
+
+``facts_bulk.v4.sql``: ``bitemporal.record_many`` (version 4) inserts each round's new
+versions in the order of a hash of their version ids, not in key order, in which a batch of
+new keys added entries with ever larger ``key_id`` to the same end of both GiST indexes
+(the file gives the figures). Nothing else changes. On a store distributed by Citus,
+``record_many`` is ``bitemporal.distribute``'s wrapper of
+``bitemporal_internal.record_many_by_row``: put back after the file, and after the earlier
+definition on downgrade, so that this migration leaves a distributed store's writes as they
+were. The downgrade restores ``record_many`` as ``integer_key.v1.sql`` defines it.
+"""
+
+import re
+
+from alembic import op
+
+from bitemporal.migrations import quoted_body_definition, sql_text
+
+revision = "0032"
+down_revision = "0031"
+branch_labels = None
+depends_on = None
+
+# Frozen: a later change to any of these objects is a new versioned file
+# loaded by a new migration, never an edit of this file.
+FILES = ("facts_bulk.v4.sql",)
+
+# As 0009 loaded its files: whatever the file's bodies name is bound to pg_catalog.
+PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
+
+# record_many on a distributed store: the wrapper bitemporal.distribute creates, as
+# integer_key.v1.sql writes it (the same text).
+WRAPPER = re.search(
+    r"^    CREATE OR REPLACE FUNCTION bitemporal\.record_many\(.*?^    \$record_many\$;$",
+    sql_text("integer_key.v1.sql"),
+    re.MULTILINE | re.DOTALL,
+)
+assert WRAPPER is not None, "integer_key.v1.sql: bitemporal.distribute's record_many not found"
+CITUS_FORM = f"""
+DO $do$
+DECLARE
+    distributed boolean := false;
+BEGIN
+    -- pg_dist_partition exists only with Citus: looked up by name, at run time.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
+           INTO distributed USING 'bitemporal.fact_version'::regclass;
+    END IF;
+    IF distributed THEN
+{WRAPPER[0]}
+    END IF;
+END
+$do$;
+"""
+
+
+def upgrade() -> None:
+    op.execute(PINNED_PATH)
+    for name in FILES:
+        op.execute(sql_text(name))
+    op.execute(CITUS_FORM)
+    op.execute("SET LOCAL search_path TO DEFAULT")
+
+
+def downgrade() -> None:
+    op.execute(PINNED_PATH)
+    op.execute(quoted_body_definition("integer_key.v1.sql", "bitemporal.record_many"))
+    op.execute(CITUS_FORM)
+    op.execute("SET LOCAL search_path TO DEFAULT")
