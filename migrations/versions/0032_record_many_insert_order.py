@@ -40,7 +40,8 @@ WRAPPER = re.search(
     sql_text("integer_key.v1.sql"),
     re.MULTILINE | re.DOTALL,
 )
-assert WRAPPER is not None, "integer_key.v1.sql: bitemporal.distribute's record_many not found"
+if WRAPPER is None:
+    raise LookupError("integer_key.v1.sql: bitemporal.distribute's record_many not found")
 CITUS_FORM = f"""
 DO $do$
 DECLARE

@@ -53,21 +53,24 @@ def test_0032_keeps_record_many_of_a_store_distributed_at_0031(empty_database_ur
     wrapper bitemporal.distribute made, through the upgrade and the downgrade."""
     url = empty_database_url
     migrations.migrate(url, "0031", citus=True)
-    store_rows = [
-        {"entity": f"ship:{n}", "attribute": "status", "source": "ops", "value": "docked"}
-        for n in range(3)
-    ]
-    for revision in ("0032", "0031"):
-        if revision == "0032":
-            migrations.migrate(url, citus=True)
-        else:
-            migrations.downgrade(url, "0031")
-        assert migrations.current(url) == revision
-        with psycopg.connect(url, autocommit=True) as conn:
-            assert _record_many_calls_the_citus_form(conn)
-            Store(conn).facts.record_many(
-                [{**row, "value": f"{row['value']} at {revision}"} for row in store_rows]
-            )
-            assert conn.execute(
-                "SELECT value FROM bitemporal.as_of('ship:2', 'status')"
-            ).fetchall() == [(f"docked at {revision}",)]
+    _still_writes_through_the_citus_form(url, "0031", "distributed")
+    migrations.migrate(url, citus=True)
+    _still_writes_through_the_citus_form(url, "0032", "upgraded")
+    migrations.downgrade(url, "0031")
+    _still_writes_through_the_citus_form(url, "0031", "downgraded")
+
+
+def _still_writes_through_the_citus_form(url: str, revision: str, value: str) -> None:
+    """At ``revision``, record_many is distribute's wrapper and a batch of it writes."""
+    assert migrations.current(url) == revision
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert _record_many_calls_the_citus_form(conn)
+        Store(conn).facts.record_many(
+            [
+                {"entity": f"ship:{n}", "attribute": "status", "source": "ops", "value": value}
+                for n in range(3)
+            ]
+        )
+        assert conn.execute(
+            "SELECT value FROM bitemporal.as_of('ship:2', 'status')"
+        ).fetchall() == [(value,)]
