@@ -272,6 +272,12 @@ def has_citus(connection: Connection) -> bool:
     )
 
 
+def is_distributed(connection: Connection) -> bool:
+    """Whether the store is distributed by Citus (its key table is a distributed table)."""
+    # Without Citus, _DISTRIBUTED would not parse: it names Citus's catalog.
+    return has_citus(connection) and bool(connection.execute(text(_DISTRIBUTED)).scalar())
+
+
 _CITUS_OWNER = (
     "SELECT r.rolname, current_user FROM pg_catalog.pg_extension e"
     " JOIN pg_catalog.pg_roles r ON r.oid = e.extowner WHERE e.extname = 'citus'"
@@ -303,7 +309,7 @@ def prepare_citus(connection: Connection) -> None:
             "over connections that cannot see the objects this migration creates",
             hint=f"connect as {owner}: postgresql://{owner}@host/database",
         )
-    if not connection.execute(text(_DISTRIBUTED)).scalar():
+    if not is_distributed(connection):
         connection.execute(text("SELECT set_config('citus.enable_ddl_propagation', 'off', true)"))
 
 

@@ -12,7 +12,7 @@ new keys added entries with ever larger ``key_id`` to the same end of both GiST 
 ``record_many`` is ``bitemporal.distribute``'s wrapper of
 ``bitemporal_internal.record_many_by_row``: put back after the file, and after the earlier
 definition on downgrade, so that this migration leaves a distributed store's writes as they
-were. The downgrade restores ``record_many`` as ``integer_key.v1.sql`` defines it.
+were; both on the coordinator alone, as on a store distributed after this migration. The downgrade restores ``record_many`` as ``integer_key.v1.sql`` defines it.
 """
 
 import re
@@ -42,7 +42,10 @@ WRAPPER = re.search(
 )
 if WRAPPER is None:
     raise LookupError("integer_key.v1.sql: bitemporal.distribute's record_many not found")
-CITUS_FORM = f"""
+
+def _if_distributed(statements: str) -> str:
+    """A DO block running ``statements`` on a store distributed by Citus, else nothing."""
+    return f"""
 DO $do$
 DECLARE
     distributed boolean := false;
@@ -53,15 +56,28 @@ BEGIN
            INTO distributed USING 'bitemporal.fact_version'::regclass;
     END IF;
     IF distributed THEN
-{WRAPPER[0]}
+{statements}
     END IF;
 END
 $do$;
 """
 
 
+# record_many changes on the coordinator alone: on a distributed store it is the
+# coordinator's wrapper, and Citus would otherwise make it a distributed object (and its
+# writer role a distributed role), which a store distributed at head does not have.
+COORDINATOR_ONLY = _if_distributed(
+    "        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);"
+)
+CITUS_FORM = _if_distributed(
+    WRAPPER[0]
+    + "\n        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);"
+)
+
+
 def upgrade() -> None:
     op.execute(PINNED_PATH)
+    op.execute(COORDINATOR_ONLY)
     for name in FILES:
         op.execute(sql_text(name))
     op.execute(CITUS_FORM)
@@ -70,6 +86,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(PINNED_PATH)
+    op.execute(COORDINATOR_ONLY)
     op.execute(quoted_body_definition("integer_key.v1.sql", "bitemporal.record_many"))
     op.execute(CITUS_FORM)
     op.execute("SET LOCAL search_path TO DEFAULT")

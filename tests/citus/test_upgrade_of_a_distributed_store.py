@@ -1,42 +1,160 @@
 """On Citus: upgrading a store already distributed.
 
-Migration 0031 (the integer key) refuses a store distributed before it: its table changes
-would reach the coordinator's tables only (docs/citus.md, "Upgrading a distributed store"):
-refused, typed, before anything changes, the store still at 0030 and still answering.
+Migration 0031 (the integer key) changes a store distributed before it in place, on every
+node, and its downgrade gives the store distributed at 0030 back (docs/citus.md, "Upgrading
+a distributed store").
 Migration 0032 leaves the record_many of a store distributed at 0031 as it was.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, datetime
+from typing import Any, cast
 
 import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
-from bitemporal import DistributionError, Store, migrations
-from tests.helpers import CITUS
+from bitemporal import Key, Store, migrations
+from tests.conftest import _citus_workers, with_database
+from tests.helpers import CITUS, DatabaseFactory, catalog
 
 pytestmark = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator (the Citus lane)")
 
 
-def test_0031_refuses_a_store_already_distributed(empty_database_url: str) -> None:
-    url = empty_database_url
+# A distributed store's catalog on one node, comparable with another database's: each
+# shard's id (a suffix of its tables' and indexes' names) written alike, and which of our
+# functions Citus distributed, with their distribution argument and delegation.
+_SHARD_ID = re.compile(r"_1\d{5,}\b")
+DISTRIBUTED_FUNCTIONS = """
+    SELECT p.oid::regprocedure::text, o.distribution_argument_index, o.force_delegation,
+           o.colocationid IS NULL
+      FROM pg_catalog.pg_dist_object o JOIN pg_catalog.pg_proc p ON p.oid = o.objid
+     WHERE o.classid = 'pg_catalog.pg_proc'::regclass
+       AND p.pronamespace IN ('bitemporal'::regnamespace, 'bitemporal_internal'::regnamespace)
+     ORDER BY 1"""
+
+
+def _cluster_catalog(server_url: str, url: str) -> list[dict[str, list[str]]]:
+    """The catalog of ``url``'s database on the coordinator, then on each worker."""
+    name = make_url(url).database
+    assert name is not None
+    found = []
+    for node in (server_url, *_citus_workers(server_url)):
+        node_url = with_database(node, name)
+        tables = catalog(node_url)
+        with psycopg.connect(node_url) as conn:
+            tables["distributed functions"] = conn.execute(DISTRIBUTED_FUNCTIONS).fetchall()
+        found.append(
+            {k: sorted(_SHARD_ID.sub("_<shard>", repr(r)) for r in v) for k, v in tables.items()}
+        )
+    return found
+
+
+def _assert_same_catalog(server_url: str, url: str, reference: str) -> None:
+    """``url``'s database and ``reference``'s are alike on every node, or the assertion
+    names the node, the kind of object and the rows found in one only."""
+    for node, (found, expected) in enumerate(
+        zip(_cluster_catalog(server_url, url), _cluster_catalog(server_url, reference), strict=True)
+    ):
+        for kind in expected:
+            only_found = set(found[kind]) - set(expected[kind])
+            only_expected = set(expected[kind]) - set(found[kind])
+            assert found[kind] == expected[kind], (node, kind, only_found, only_expected)
+
+
+KEYS = [Key(f"ship:{n}", attribute) for n in range(6) for attribute in ("status", "berth")]
+
+
+def _write(store: Store, value: str) -> None:
+    """Every kind of write on every key: a new value, a change from a date on, a retraction
+    of a period, and a batch."""
+    for k in KEYS:
+        store.facts.record(k, f"{value}-1", source="ops")
+        store.facts.record(k, f"{value}-2", source="ops", valid_from=date(2026, 1, 1))
+        store.facts.retract(k, source="ops", valid_from=date(2026, 3, 1), valid_to=date(2026, 4, 1))
+    store.facts.record_many(
+        [
+            {"entity": k.entity, "attribute": k.attribute, "source": "log", "value": value}
+            for k in KEYS
+        ]
+    )
+
+
+def _answers(store: Store, known_at: datetime) -> list[object]:
+    """Each key's history (with when each version was really written), its versions now and
+    at ``known_at`` (read through the GiST index), and its resolved values."""
+    return [
+        (
+            [
+                (v.version_id, v.source, v.value, v.valid_period, v.known_period, v.recorded_at)
+                for v in store.facts.history(k)
+            ],
+            store.facts.as_of(k, valid_at=date(2026, 3, 15)),
+            store.facts.as_of(k, valid_at=date(2026, 3, 15), known_at=known_at),
+            store.facts.resolve(k, valid_at=date(2026, 6, 1)).values,
+        )
+        for k in KEYS
+    ]
+
+
+@contextmanager
+def _store(url: str) -> Iterator[Store]:
+    """A store on ``url`` at whichever revision it is (bitemporal.connect wants head)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        yield Store(conn)
+
+
+def _server_now(url: str) -> datetime:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    return cast(datetime, row[0])
+
+
+def test_0031_upgrades_a_store_already_distributed(
+    server_url: str, make_database: DatabaseFactory
+) -> None:
+    """Distributed at 0030, upgraded in place: every node's catalog is that of a store
+    distributed at head, the history and the answers are unchanged, each version carries
+    its key's integer, and writing goes on; downgraded, every node's catalog is that of a
+    store distributed at 0030, with the same answers."""
+    url = make_database()
     migrations.migrate(url, "0030", citus=True)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT bitemporal.record('ship:1', 'status', 'ops', '\"docked\"')")
-    with pytest.raises(DistributionError) as caught:
-        migrations.migrate(url, citus=True)
-    assert caught.value.sqlstate == "BT502"
-    assert "0031" in str(caught.value) and "nothing was changed" in str(caught.value)
-    assert migrations.current(url) == "0030"
-    with psycopg.connect(url, autocommit=True) as conn:
+    with _store(url) as store:
+        _write(store, "a")
+    between = _server_now(url)
+    with _store(url) as store:
+        _write(store, "b")
+        before = _answers(store, between)
+
+    migrations.migrate(url, citus=True)
+    assert migrations.current(url) == migrations.head()
+    _assert_same_catalog(server_url, url, make_database(migrated=True))
+    with psycopg.connect(url) as conn:
         assert conn.execute(
-            "SELECT count(*) FROM pg_attribute WHERE attname = 'key_id'"
-            " AND attrelid = 'bitemporal.fact_version'::regclass"
-        ).fetchone() == (0,)
-        assert conn.execute(
-            "SELECT value FROM bitemporal.as_of('ship:1', 'status')"
-        ).fetchall() == [("docked",)]
+            "SELECT count(*) FILTER (WHERE v.key_id = 0),"
+            "       count(*) FILTER (WHERE v.key_id <> k.key_id)"
+            "  FROM bitemporal.fact_version v JOIN bitemporal.fact_key k"
+            "    ON k.entity = v.entity AND k.attribute = v.attribute"
+        ).fetchone() == (0, 0)
+    with _store(url) as store:
+        assert _answers(store, between) == before
+        _write(store, "c")
+        after = _answers(store, between)
+    assert after != before
+
+    migrations.downgrade(url, "0030")
+    at_0030 = make_database()
+    migrations.migrate(at_0030, "0030", citus=True)
+    _assert_same_catalog(server_url, url, at_0030)
+    with _store(url) as store:
+        assert _answers(store, between) == after
+        _write(store, "d")
+        assert store.facts.resolve(KEYS[0], valid_at=date(2026, 6, 1)).values == ("d", "d-2")
 
 
 def _record_many_calls_the_citus_form(conn: psycopg.Connection[Any]) -> bool:
