@@ -323,9 +323,12 @@ def _below_distribute(connection: Connection) -> bool:
 
 def distribute(connection: Connection, *, required: bool = True) -> None:
     """Distribute the store on a Citus coordinator (``bitemporal.distribute()``, migration
-    0015): idempotent, run after every migration of a Citus database. Below 0015 there is
-    nothing to distribute with: :class:`~bitemporal.errors.DistributionError` if
-    ``required``, else nothing happens."""
+    0015): idempotent, run after every migration of a Citus database. Then the workers'
+    copies of our distributed functions are made the coordinator's
+    (``sql/citus_functions.v1.sql``): Citus sends a function once, when it distributes it,
+    so a definition a migration changed later, and ``distribute()`` adapted, would not
+    reach them. Below 0015 there is nothing to distribute with:
+    :class:`~bitemporal.errors.DistributionError` if ``required``, else nothing happens."""
     if _below_distribute(connection):
         if not required:
             return
@@ -334,6 +337,7 @@ def distribute(connection: Connection, *, required: bool = True) -> None:
             hint="upgrade to head: bitemporal db upgrade --citus",
         )
     connection.execute(text("SELECT bitemporal.distribute()"))
+    connection.exec_driver_sql(sql_text("citus_functions.v1.sql"))
 
 
 def check_layout(connection: Connection, partitions: int | None) -> None:

@@ -1,6 +1,7 @@
 -- bitemporal: on a store distributed by Citus, the workers' copies of our
--- functions made the coordinator's again (migration 0031, upgrade and
--- downgrade).
+-- functions made the coordinator's again: after the bitemporal.distribute()
+-- that follows every upgrade of a Citus database
+-- (bitemporal.migrations.distribute), and in migration 0031's downgrade.
 --
 -- bitemporal.distribute() sends a function to the workers when it first
 -- makes it a distributed object, after adapting the coordinator's definition

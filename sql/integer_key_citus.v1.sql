@@ -24,8 +24,9 @@
 -- runs on each shard, since a key's rows all live on its entity's shard.
 --
 -- Migration 0031 runs this file, then the functions of integer_key.v1.sql
--- (its step 3) on the coordinator alone, then bitemporal.distribute() and
--- citus_functions.v1.sql, which send the coordinator's definitions on.
+-- (its step 3) on the coordinator alone; bitemporal.distribute() and
+-- citus_functions.v1.sql, which follow every upgrade of a Citus database,
+-- adapt them to Citus and send them to the workers.
 
 SET LOCAL citus.enable_ddl_propagation = on;
 SET LOCAL citus.multi_shard_modify_mode = 'sequential';

@@ -16,9 +16,10 @@ earlier files define them, then the indexes over ``(entity, attribute, ...)``, a
 the two columns and the sequence.
 
 On a store already distributed by Citus, the tables change on every shard
-(``integer_key_citus.v1.sql``), the functions (``integer_key.v1.sql``'s step 3) on the
-coordinator, then ``bitemporal.distribute()`` adapts them and ``citus_functions.v1.sql``
-sends them to the workers; the downgrade likewise. A ``--sql`` script cannot look, and
+(``integer_key_citus.v1.sql``) and the functions (``integer_key.v1.sql``'s step 3) on the
+coordinator; ``bitemporal.distribute()``, which follows every upgrade of a Citus database,
+adapts them, and ``citus_functions.v1.sql`` sends them to the workers. The downgrade does
+both itself. A ``--sql`` script cannot look, and
 takes the single-node path, which refuses a distributed store when it runs.
 """
 
@@ -72,8 +73,9 @@ PREVIOUS_STANDARD = (
 _SINGLE_NODE = sql_text("integer_key.v1.sql")
 FUNCTIONS = _SINGLE_NODE[_SINGLE_NODE.index("-- 3. The functions.") :]
 
-# After the functions changed on the coordinator alone: Citus's forms of them, then the
-# workers' copies made the coordinator's.
+# On downgrade, after the functions changed on the coordinator alone: Citus's forms of
+# them, then the workers' copies made the coordinator's (what bitemporal.migrations.distribute
+# does after an upgrade).
 DISTRIBUTE = "SELECT bitemporal.distribute()"
 FUNCTIONS_TO_THE_WORKERS = sql_text("citus_functions.v1.sql")
 
@@ -174,9 +176,9 @@ def upgrade() -> None:
     op.execute(PINNED_PATH)
     if _distributed():
         op.execute(sql_text("integer_key_citus.v1.sql"))
+        # Their Citus forms, on the coordinator and the workers, come with the
+        # distribute() that follows every upgrade of a Citus database.
         op.execute(FUNCTIONS)
-        op.execute(DISTRIBUTE)
-        op.execute(FUNCTIONS_TO_THE_WORKERS)
     else:
         op.execute(_SINGLE_NODE)
     op.execute("SET LOCAL search_path TO DEFAULT")

@@ -1,8 +1,8 @@
 """On Citus: upgrading a store already distributed.
 
 Migration 0031 (the integer key) changes a store distributed before it in place, on every
-node, and its downgrade gives the store distributed at 0030 back (docs/citus.md, "Upgrading
-a distributed store").
+node, and its downgrade gives the store distributed at 0030 back; a store distributed at
+0015 upgrades to head (docs/citus.md, "Upgrading a distributed store").
 Migration 0032 leaves the record_many of a store distributed at 0031 as it was.
 """
 
@@ -155,6 +155,38 @@ def test_0031_upgrades_a_store_already_distributed(
         assert _answers(store, between) == after
         _write(store, "d")
         assert store.facts.resolve(KEYS[0], valid_at=date(2026, 6, 1)).values == ("d", "d-2")
+
+
+VERSIONS = (
+    "SELECT version_id, entity, attribute, source, value, valid_period, known_period,"
+    " recorded_by, carried_from FROM bitemporal.fact_version ORDER BY version_id"
+)
+
+
+def test_a_store_distributed_at_0015_upgrades_to_head(
+    server_url: str, make_database: DatabaseFactory
+) -> None:
+    """From the first revision that distributes (0015), through every migration since, each
+    run on the distributed store: every node's catalog ends as a store distributed at head
+    has it, the versions are unchanged, and writing goes on."""
+    url = make_database()
+    migrations.migrate(url, "0015", citus=True)
+    with psycopg.connect(url, autocommit=True) as conn:
+        for k in KEYS:
+            conn.execute(
+                "SELECT bitemporal.record(%s, %s, 'ops', '\"a\"')", (k.entity, k.attribute)
+            )
+            conn.execute(
+                "SELECT bitemporal.record(%s, %s, 'ops', '\"b\"', valid_from => '2026-01-01Z')",
+                (k.entity, k.attribute),
+            )
+        before = conn.execute(VERSIONS).fetchall()
+    migrations.migrate(url, citus=True)
+    _assert_same_catalog(server_url, url, make_database(migrated=True))
+    with _store(url) as store:
+        assert store.connection.execute(VERSIONS).fetchall() == before
+        _write(store, "c")
+        assert store.facts.resolve(KEYS[0], valid_at=date(2026, 6, 1)).values == ("c", "c-2")
 
 
 def _record_many_calls_the_citus_form(conn: psycopg.Connection[Any]) -> bool:
