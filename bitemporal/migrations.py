@@ -278,6 +278,29 @@ def is_distributed(connection: Connection) -> bool:
     return has_citus(connection) and bool(connection.execute(text(_DISTRIBUTED)).scalar())
 
 
+def if_distributed(statements: str) -> str:
+    """A ``DO`` block running PL/pgSQL ``statements`` on a store distributed by Citus, and
+    nothing on any other: for a migration, whose script may run where it cannot look first
+    (``--sql``)."""
+    return f"""
+DO $do$
+DECLARE
+    distributed boolean := false;
+BEGIN
+    -- pg_dist_partition exists only with Citus: looked up by name, at run time.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p'
+                ' WHERE p.logicalrelid = $1)'
+           INTO distributed USING 'bitemporal.fact_version'::regclass;
+    END IF;
+    IF distributed THEN
+{statements}
+    END IF;
+END
+$do$;
+"""
+
+
 _CITUS_OWNER = (
     "SELECT r.rolname, current_user FROM pg_catalog.pg_extension e"
     " JOIN pg_catalog.pg_roles r ON r.oid = e.extowner WHERE e.extname = 'citus'"

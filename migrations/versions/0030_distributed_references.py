@@ -14,12 +14,12 @@ queries routed to its worker. ``lock_table_key`` (version 2) inserts a new key's
 value, so that on Citus a key's first write commits in one phase too. On one node nothing
 changes. The downgrade refuses while a reference between distributed tables exists, and
 restores the functions as ``surface.v1.sql``, ``tables.v4.sql`` and ``tables.v5.sql``
-define them.
+define them. A store distributed by Citus is refused, before anything changes.
 """
 
 from alembic import op
 
-from bitemporal.migrations import previous_definition, sql_text
+from bitemporal.migrations import if_distributed, previous_definition, sql_text
 
 revision = "0030"
 down_revision = "0029"
@@ -41,8 +41,22 @@ def upgrade() -> None:
     op.execute("SET LOCAL search_path TO DEFAULT")
 
 
+# The downgrades of the migrations up to this one do not know what bitemporal.distribute
+# made of the store (the Citus forms of functions, the workers' copies of them): on a
+# distributed store they would leave it half in one shape, half in the other. Refused
+# before anything changes (the whole downgrade is one transaction); 0031's and 0032's
+# downgrades take a distributed store back to this revision.
+NOT_DISTRIBUTED = if_distributed(
+    """
+        RAISE EXCEPTION 'cannot downgrade a store distributed by Citus below revision 0030; nothing was changed'
+            USING ERRCODE = 'BT502',
+                  HINT = 'Revision 0030 is as far down as a distributed store goes (bitemporal db downgrade 0030): see docs/citus.md.';"""
+)
+
+
 def downgrade() -> None:
     op.execute(PINNED_PATH)
+    op.execute(NOT_DISTRIBUTED)
     op.execute(
         """
         DO $$

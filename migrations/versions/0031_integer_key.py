@@ -19,8 +19,8 @@ On a store already distributed by Citus, the tables change on every shard
 (``integer_key_citus.v1.sql``) and the functions (``integer_key.v1.sql``'s step 3) on the
 coordinator; ``bitemporal.distribute()``, which follows every upgrade of a Citus database,
 adapts them, and ``citus_functions.v1.sql`` sends them to the workers. The downgrade does
-both itself. A ``--sql`` script cannot look, and
-takes the single-node path, which refuses a distributed store when it runs.
+both itself. A ``--sql`` script cannot look, and takes the single-node path, which refuses
+a distributed store when it runs.
 """
 
 from alembic import op

@@ -19,7 +19,7 @@ import re
 
 from alembic import op
 
-from bitemporal.migrations import quoted_body_definition, sql_text
+from bitemporal.migrations import if_distributed, quoted_body_definition, sql_text
 
 revision = "0032"
 down_revision = "0031"
@@ -43,33 +43,13 @@ WRAPPER = re.search(
 if WRAPPER is None:
     raise LookupError("integer_key.v1.sql: bitemporal.distribute's record_many not found")
 
-def _if_distributed(statements: str) -> str:
-    """A DO block running ``statements`` on a store distributed by Citus, else nothing."""
-    return f"""
-DO $do$
-DECLARE
-    distributed boolean := false;
-BEGIN
-    -- pg_dist_partition exists only with Citus: looked up by name, at run time.
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
-           INTO distributed USING 'bitemporal.fact_version'::regclass;
-    END IF;
-    IF distributed THEN
-{statements}
-    END IF;
-END
-$do$;
-"""
-
-
 # record_many changes on the coordinator alone: on a distributed store it is the
 # coordinator's wrapper, and Citus would otherwise make it a distributed object (and its
 # writer role a distributed role), which a store distributed at head does not have.
-COORDINATOR_ONLY = _if_distributed(
+COORDINATOR_ONLY = if_distributed(
     "        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);"
 )
-CITUS_FORM = _if_distributed(
+CITUS_FORM = if_distributed(
     WRAPPER[0]
     + "\n        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);"
 )

@@ -2,7 +2,8 @@
 
 Migration 0031 (the integer key) changes a store distributed before it in place, on every
 node, and its downgrade gives the store distributed at 0030 back; a store distributed at
-0015 upgrades to head (docs/citus.md, "Upgrading a distributed store").
+0015 upgrades to head; one is never downgraded below 0030 (docs/citus.md, "Upgrading a
+distributed store").
 Migration 0032 leaves the record_many of a store distributed at 0031 as it was.
 """
 
@@ -18,7 +19,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from bitemporal import Key, Store, migrations
+from bitemporal import DistributionError, Key, Store, migrations
 from tests.conftest import _citus_workers, with_database
 from tests.helpers import CITUS, DatabaseFactory, catalog
 
@@ -155,6 +156,25 @@ def test_0031_upgrades_a_store_already_distributed(
         assert _answers(store, between) == after
         _write(store, "d")
         assert store.facts.resolve(KEYS[0], valid_at=date(2026, 6, 1)).values == ("d", "d-2")
+
+
+def test_a_distributed_store_is_not_downgraded_below_0030(
+    server_url: str, make_database: DatabaseFactory
+) -> None:
+    """The downgrades of 0030 and earlier do not know a distributed store's shape: refused,
+    typed, before anything changes (0032's and 0031's ran in the same transaction)."""
+    url = make_database(migrated=True)
+    with _store(url) as store:
+        _write(store, "a")
+    catalog_before = _cluster_catalog(server_url, url)
+    with pytest.raises(DistributionError) as caught:
+        migrations.downgrade(url, "0029")
+    assert caught.value.sqlstate == "BT502"
+    assert "below revision 0030" in str(caught.value) and "nothing was changed" in str(caught.value)
+    assert migrations.current(url) == migrations.head()
+    assert _cluster_catalog(server_url, url) == catalog_before
+    with _store(url) as store:
+        assert store.facts.resolve(KEYS[0], valid_at=date(2026, 6, 1)).values == ("a", "a-2")
 
 
 VERSIONS = (
