@@ -145,6 +145,10 @@ def test_0031_upgrades_a_store_already_distributed(
     with _store(url) as store:
         assert _answers(store, between) == before
         _write(store, "c")
+        # Erasure reads a key's versions by its integer too, on the key's worker.
+        erasure = store.facts.erase(KEYS[-1], reason="upgrade test")
+        assert erasure is not None
+        assert {v.value for v in store.facts.history(KEYS[-1])} == {None}
         after = _answers(store, between)
     assert after != before
 
