@@ -13,10 +13,16 @@
 -- code. Run after distribute(), this sends every distributed function of
 -- ours, as the coordinator now defines it (CREATE OR REPLACE, which Citus
 -- propagates, keeps each one's distribution argument and co-location).
+--
+-- Run after the migrations, under the caller's search_path: the block pins its
+-- own while it runs (as migrations pin theirs), so that no object or operator
+-- of another schema stands in for pg_catalog's, and restores the caller's.
 DO $$
 DECLARE
-    r record;
+    r           record;
+    caller_path text := pg_catalog.current_setting('search_path');
 BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOR r IN SELECT p.oid
@@ -27,5 +33,6 @@ BEGIN
               ORDER BY p.oid LOOP
         EXECUTE pg_catalog.pg_get_functiondef(r.oid);
     END LOOP;
+    PERFORM pg_catalog.set_config('search_path', caller_path, true);
 END
 $$;

@@ -68,16 +68,9 @@ PREVIOUS_STANDARD = (
 )
 
 
-# integer_key.v1.sql's functions, its step 3: what a distributed store takes of the file
-# after integer_key_citus.v1.sql has changed its tables.
-_SINGLE_NODE = sql_text("integer_key.v1.sql")
-FUNCTIONS = _SINGLE_NODE[_SINGLE_NODE.index("-- 3. The functions.") :]
-
-# On downgrade, after the functions changed on the coordinator alone: Citus's forms of
-# them, then the workers' copies made the coordinator's (what bitemporal.migrations.distribute
-# does after an upgrade).
-DISTRIBUTE = "SELECT bitemporal.distribute()"
-FUNCTIONS_TO_THE_WORKERS = sql_text("citus_functions.v1.sql")
+# Where integer_key.v1.sql's functions begin (its step 3): what a distributed store takes
+# of the file after integer_key_citus.v1.sql has changed its tables.
+FUNCTIONS_HEADING = "-- 3. The functions."
 
 
 # The downgrade's table changes, one statement a call: Citus sends some commands (DROP
@@ -174,13 +167,14 @@ def _distributed() -> bool:
 
 def upgrade() -> None:
     op.execute(PINNED_PATH)
+    single_node = sql_text("integer_key.v1.sql")
     if _distributed():
         op.execute(sql_text("integer_key_citus.v1.sql"))
         # Their Citus forms, on the coordinator and the workers, come with the
         # distribute() that follows every upgrade of a Citus database.
-        op.execute(FUNCTIONS)
+        op.execute(single_node[single_node.index(FUNCTIONS_HEADING) :])
     else:
-        op.execute(_SINGLE_NODE)
+        op.execute(single_node)
     op.execute("SET LOCAL search_path TO DEFAULT")
 
 
@@ -199,7 +193,7 @@ def downgrade() -> None:
         # Citus's forms first: a function with a SQL-standard body depends on the version
         # table, and Citus refuses to alter a table that such a function depends on
         # ("circular dependencies between distributed objects").
-        op.execute(DISTRIBUTE)
+        op.execute("SELECT bitemporal.distribute()")
         op.execute(
             "SET LOCAL citus.enable_ddl_propagation = on;"
             " SET LOCAL citus.multi_shard_modify_mode = 'sequential';"
@@ -208,5 +202,7 @@ def downgrade() -> None:
     for statement in TABLES_BACK:
         op.execute(statement)
     if distributed:
-        op.execute(FUNCTIONS_TO_THE_WORKERS)
+        # What bitemporal.migrations.distribute does after an upgrade: the workers'
+        # copies of the functions made the coordinator's.
+        op.execute(sql_text("citus_functions.v1.sql"))
     op.execute("SET LOCAL search_path TO DEFAULT")

@@ -33,26 +33,28 @@ FILES = ("facts_bulk.v4.sql",)
 # As 0009 loaded its files: whatever the file's bodies name is bound to pg_catalog.
 PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
 
-# record_many on a distributed store: the wrapper bitemporal.distribute creates, as
-# integer_key.v1.sql writes it (the same text).
-WRAPPER = re.search(
-    r"^    CREATE OR REPLACE FUNCTION bitemporal\.record_many\(.*?^    \$record_many\$;$",
-    sql_text("integer_key.v1.sql"),
-    re.MULTILINE | re.DOTALL,
-)
-if WRAPPER is None:
-    raise LookupError("integer_key.v1.sql: bitemporal.distribute's record_many not found")
-
 # record_many changes on the coordinator alone: on a distributed store it is the
 # coordinator's wrapper, and Citus would otherwise make it a distributed object (and its
 # writer role a distributed role), which a store distributed at head does not have.
 COORDINATOR_ONLY = if_distributed(
     "        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);"
 )
-CITUS_FORM = if_distributed(
-    WRAPPER[0]
-    + "\n        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);"
-)
+
+
+def _citus_form() -> str:
+    """record_many on a distributed store: the wrapper bitemporal.distribute creates, as
+    integer_key.v1.sql writes it (the same text); then Citus's propagation on again."""
+    wrapper = re.search(
+        r"^    CREATE OR REPLACE FUNCTION bitemporal\.record_many\(.*?^    \$record_many\$;$",
+        sql_text("integer_key.v1.sql"),
+        re.MULTILINE | re.DOTALL,
+    )
+    if wrapper is None:
+        raise LookupError("integer_key.v1.sql: bitemporal.distribute's record_many not found")
+    return if_distributed(
+        wrapper[0]
+        + "\n        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);"
+    )
 
 
 def upgrade() -> None:
@@ -60,7 +62,7 @@ def upgrade() -> None:
     op.execute(COORDINATOR_ONLY)
     for name in FILES:
         op.execute(sql_text(name))
-    op.execute(CITUS_FORM)
+    op.execute(_citus_form())
     op.execute("SET LOCAL search_path TO DEFAULT")
 
 
@@ -68,5 +70,5 @@ def downgrade() -> None:
     op.execute(PINNED_PATH)
     op.execute(COORDINATOR_ONLY)
     op.execute(quoted_body_definition("integer_key.v1.sql", "bitemporal.record_many"))
-    op.execute(CITUS_FORM)
+    op.execute(_citus_form())
     op.execute("SET LOCAL search_path TO DEFAULT")
