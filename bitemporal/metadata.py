@@ -109,12 +109,13 @@ fact_version = Table(
         ["bitemporal.fact_key.entity", "bitemporal.fact_key.attribute"],
         name="fact_version_key_fkey",
     ),
+    # The periods before the text columns (migration 0033).
     ExcludeConstraint(
         ("key_id", "="),
+        ("known_period", "&&"),
+        ("valid_period", "&&"),
         ("entity", "="),
         ("source", "="),
-        ("valid_period", "&&"),
-        ("known_period", "&&"),
         name="fact_version_no_overlap",
         using="gist",
     ),
