@@ -14,10 +14,10 @@ from . import (
     designs,
     facts,
     importing,
-    integer_key,
     load,
     notify,
     references,
+    revisions,
     storage,
     tpcbih,
 )
@@ -33,7 +33,8 @@ SUITES: dict[str, Callable[[list[str]], int]] = {
     "designs": designs.main,
     "notify": notify.main,
     "references": references.main,
-    "integer-key": integer_key.main,
+    "revisions": revisions.main,
+    "integer-key": revisions.integer_key,
     "anatomy": anatomy.main,
 }
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bitemporal import migrations
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,6 +44,7 @@ def benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
         "designs",
         "notify",
         "integer-key",
+        "revisions",
         "anatomy",
     ],
 )
@@ -113,18 +116,28 @@ def test_import_runs_end_to_end_from_the_command(server_url: str, workload: str)
         assert table["parallel-import"][3] == table["import"][3]
 
 
-def test_integer_key_runs_end_to_end_from_the_command(server_url: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "baseline"),
+    [(("integer-key",), "0030"), (("revisions", "--baseline", "0032"), "0032")],
+    ids=["integer-key", "revisions"],
+)
+def test_revisions_runs_end_to_end_from_the_command(
+    server_url: str, command: tuple[str, ...], baseline: str
+) -> None:
     result = benchmarks(
-        "integer-key",
+        *command,
         "--url",
         server_url,
         *("--keys", "40", "--changes", "4", "--rounds", "2"),
         *("--lookups", "10", "--writes", "10", "--batch", "100"),
     )
     assert result.returncode == 0, result.stderr
-    # 40 keys of 2 * 4 - 1 versions, in a copy downgraded to 0030 and one at 0031.
-    assert "280 versions of 40 keys" in result.stdout
-    assert "0030, text key" in result.stdout and "0031, integer key" in result.stdout
+    # 40 keys of 2 * 4 - 1 versions, in a copy downgraded to the baseline and one at head.
+    head = migrations.head()
+    assert f"The store at {head} (head) against {baseline}: 280 versions of 40 keys" in (
+        result.stdout
+    )
+    assert f"{head} / {baseline} (rounds)" in result.stdout
     assert "questions answered differently by the two copies: 0" in result.stdout
     assert "versions held differently at the end: 0" in result.stdout
     assert "versions changed by that upgrade: 0" in result.stdout

@@ -1,13 +1,15 @@
-"""The integer key in the store (issue 15): the store at migration 0030, where the version
-table's GiST indexes begin with entity and attribute (text), against migration 0031, where
-they begin with one ``bigint`` for the key, ``key_id``.
+"""The store at head against the same store downgraded to an earlier revision (issue 15):
+what the migrations since that revision did to each operation's speed.
 
-    python -m benchmarks integer-key [--url URL] [--keys N] [--changes N] [--rounds N]
-                                     [--lookups N] [--writes N] [--batch N] [--json FILE]
+    python -m benchmarks revisions --baseline REVISION [--url URL] [--keys N] [--changes N]
+                                   [--rounds N] [--lookups N] [--writes N] [--batch N]
+                                   [--json FILE]
+    python -m benchmarks integer-key [options]   # --baseline 0030: the integer key (0031)
 
 It fills one scratch database, migrated to head, with ``--keys`` keys of ``--changes``
 changes each (as ``python -m benchmarks facts`` fills it), and copies it twice; one copy is
-downgraded to 0030 (its functions, indexes and columns as they were; the versions stay).
+downgraded to ``--baseline`` (its functions, indexes and columns as they were; the versions
+stay).
 
 Then, round after round, the two copies taking turns (each round in the other order), the
 same work in each:
@@ -22,11 +24,10 @@ same work in each:
 * ``record_many`` of ``--batch`` rows of new keys, and of ``--batch`` changes of keys with
   history.
 
-It prints each operation's median rate in each copy, 0031's against 0030's (of the medians,
-and round by round), and each lookup and change against its baseline. Last, the 0030 copy
-is upgraded to head, timed (the migration numbers the keys, rewrites every version and
-rebuilds both GiST indexes). The two copies must answer every question alike and hold the
-same versions, before and after that upgrade: the exit status is 1 otherwise.
+It prints each operation's median rate in each copy, head's against the baseline's (of the
+medians, and round by round), and each lookup and change against its baseline. Last, the
+baseline copy is upgraded to head, timed. The two copies must answer every question alike
+and hold the same versions, before and after that upgrade: the exit status is 1 otherwise.
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ import psycopg
 from bitemporal import Key, Store, downgrade, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
+from bitemporal.migrations import head
 
 from .facts import EPOCH, fill, fill_baseline, machine, server_ms
 from .turns import turns
 
-TEXT_KEY = "0030, text key"
-TEXT_KEY_REVISION = "0030"
-INTEGER_KEY = "0031, integer key"
+BASELINE = "baseline"
+HEAD = "head"
 
 AS_OF = "SELECT * FROM bitemporal.as_of(%s, 'a', %s, %s)"
 RESOLVE = "SELECT * FROM bitemporal.resolve(%s, 'a', %s, %s)"
@@ -149,6 +150,7 @@ def round_of(
 
 def measure(
     url: str,
+    baseline: str,
     keys: int,
     changes: int,
     rounds: int,
@@ -157,7 +159,7 @@ def measure(
     batch: int,
     seed: int,
 ) -> dict[str, Any]:
-    with scratch_database(url, "bitemporal_integer_key") as base:
+    with scratch_database(url, "bitemporal_revisions") as base:
         migrate(base)
         with psycopg.connect(psycopg_url(base), autocommit=True) as conn:
             filled = fill(conn, keys, changes)
@@ -168,10 +170,10 @@ def measure(
                 store: psycopg_url(
                     copies.enter_context(scratch_database(url, template, template=template))
                 )
-                for store in (TEXT_KEY, INTEGER_KEY)
+                for store in (BASELINE, HEAD)
             }
             began = time.perf_counter()
-            downgrade(urls[TEXT_KEY], TEXT_KEY_REVISION)
+            downgrade(urls[BASELINE], baseline)
             downgrade_seconds = time.perf_counter() - began
             conns = {store: psycopg.connect(u, autocommit=True) for store, u in urls.items()}
             try:
@@ -194,18 +196,20 @@ def measure(
                         )
                         rates[store].append(rate)
                     differing += sum(
-                        a != b for a, b in zip(answers[TEXT_KEY], answers[INTEGER_KEY], strict=True)
+                        a != b for a, b in zip(answers[BASELINE], answers[HEAD], strict=True)
                     )
                 contents = {store: c.execute(CONTENT).fetchone() for store, c in conns.items()}
             finally:
                 for conn in conns.values():
                     conn.close()
             began = time.perf_counter()
-            migrate(urls[TEXT_KEY])
+            migrate(urls[BASELINE])
             upgrade_seconds = time.perf_counter() - began
-            with psycopg.connect(urls[TEXT_KEY]) as conn:
+            with psycopg.connect(urls[BASELINE]) as conn:
                 upgraded = conn.execute(CONTENT).fetchone()
     return {
+        "baseline": baseline,
+        "head": head(),
         "keys": keys,
         "changes": changes,
         "versions": filled["versions"],
@@ -216,8 +220,8 @@ def measure(
         "server_version": machine(psycopg_url(url))["server_version"],
         "rates": rates,
         "questions_answered_differently": differing,
-        "versions_held_differently": contents[TEXT_KEY] != contents[INTEGER_KEY],
-        "versions_changed_by_the_upgrade": upgraded != contents[TEXT_KEY],
+        "versions_held_differently": contents[BASELINE] != contents[HEAD],
+        "versions_changed_by_the_upgrade": upgraded != contents[BASELINE],
         "downgrade_seconds": downgrade_seconds,
         "upgrade_seconds": upgrade_seconds,
     }
@@ -248,40 +252,51 @@ def report(result: dict[str, Any]) -> str:
 
     rows = []
     for name, baseline in OPERATIONS.items():
-        t = turns(series(TEXT_KEY, name), series(INTEGER_KEY, name))
+        t = turns(series(BASELINE, name), series(HEAD, name))
         unit = "a second" if baseline is None else f"a second (vs {baseline})"
         rows.append(
             (
                 name,
                 f"{t.baseline:,.0f} {unit}"
-                + (f": {against(TEXT_KEY, name, baseline)}" if baseline else ""),
-                f"{t.other:,.0f}"
-                + (f": {against(INTEGER_KEY, name, baseline)}" if baseline else ""),
+                + (f": {against(BASELINE, name, baseline)}" if baseline else ""),
+                f"{t.other:,.0f}" + (f": {against(HEAD, name, baseline)}" if baseline else ""),
                 f"{t.ratio:.2f}x ({', '.join(f'{x:.2f}' for x in t.by_round)})",
             )
         )
+    old, new = result["baseline"], result["head"]
     header = (
-        f"== The integer key in the store: {result['versions']:,} versions of "
+        f"== The store at {new} (head) against {old}: {result['versions']:,} versions of "
         f"{result['keys']:,} keys, PostgreSQL {result['server_version']}, "
         f"{result['rounds']} rounds (each: {result['lookups']} lookups, {result['writes']} "
         f"interior changes, record_many of {result['batch']:,} rows twice)\n"
     )
-    table = format_table(("operation", TEXT_KEY, INTEGER_KEY, "0031 / 0030 (rounds)"), rows)
+    table = format_table(("operation", old, new, f"{new} / {old} (rounds)"), rows)
     return (
         header + table + "\n(rates: operations a second, record_many rows a second; 'vs': times the"
         " baseline's time in the same copy)\n"
         f"questions answered differently by the two copies: "
         f"{result['questions_answered_differently']}\n"
         f"versions held differently at the end: {int(result['versions_held_differently'])}\n"
-        f"the 0030 copy downgraded in {result['downgrade_seconds']:.1f} s, upgraded to 0031 in "
+        f"the {old} copy downgraded in {result['downgrade_seconds']:.1f} s, upgraded to {new} in "
         f"{result['upgrade_seconds']:.1f} s after the rounds; versions changed by that upgrade: "
         f"{int(result['versions_changed_by_the_upgrade'])}\n"
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks integer-key", description=__doc__.split("\n")[0]
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str = "python -m benchmarks revisions",
+    baseline: str | None = None,
+) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--baseline",
+        required=baseline is None,
+        default=baseline,
+        help=f"the revision head is measured against (default: {baseline})"
+        if baseline
+        else "the revision head is measured against (e.g. 0032)",
     )
     parser.add_argument(
         "--url", help="server (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, embedded)"
@@ -297,6 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = measure(
         database_url(args.url),
+        args.baseline,
         args.keys,
         args.changes,
         args.rounds,
@@ -315,3 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         or result["versions_changed_by_the_upgrade"]
     )
     return 1 if wrong else 0
+
+
+def integer_key(argv: Sequence[str]) -> int:
+    """``python -m benchmarks integer-key``: against 0030, the store before its integer key
+    (migration 0031), as docs/performance.md measured it."""
+    return main(argv, prog="python -m benchmarks integer-key", baseline="0030")
