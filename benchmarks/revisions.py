@@ -48,7 +48,7 @@ import psycopg
 from bitemporal import Key, Store, downgrade, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
-from bitemporal.migrations import head
+from bitemporal.migrations import head, revisions
 
 from .facts import EPOCH, fill, fill_baseline, machine, server_ms
 from .turns import turns
@@ -310,6 +310,13 @@ def main(
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write every figure measured here to this file")
     args = parser.parse_args(argv)
+    earlier = revisions()[:-1]
+    if args.baseline not in earlier:
+        # Before the fill, which takes minutes at the sizes worth measuring.
+        parser.error(
+            f"--baseline {args.baseline}: not a revision before head ({head()}); "
+            f"one of {earlier[0]} to {earlier[-1]}"
+        )
     result = measure(
         database_url(args.url),
         args.baseline,

@@ -153,6 +153,17 @@ def test_revisions_runs_end_to_end_from_the_command(
     } <= rows
 
 
+@pytest.mark.parametrize("baseline", ["9999", "head", migrations.head()])
+def test_revisions_refuses_a_baseline_that_is_no_earlier_revision(baseline: str) -> None:
+    """Refused as a usage error before anything is filled: no traceback, no database."""
+    result = benchmarks("revisions", "--baseline", baseline, "--url", "postgresql://nowhere/x")
+    assert result.returncode == 2, result.stderr
+    assert f"--baseline {baseline}: not a revision before head ({migrations.head()})" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
 def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:
     result = benchmarks(
         "designs",
