@@ -109,23 +109,25 @@ fact_version = Table(
         ["bitemporal.fact_key.entity", "bitemporal.fact_key.attribute"],
         name="fact_version_key_fkey",
     ),
-    # The periods before the text columns (migration 0033).
+    # Over current versions and those closed by the transaction that recorded them: what
+    # the writes read (migration 0034).
     ExcludeConstraint(
         ("key_id", "="),
-        ("known_period", "&&"),
-        ("valid_period", "&&"),
-        ("entity", "="),
         ("source", "="),
+        ("valid_period", "&&"),
+        ("known_period", "&&"),
+        ("entity", "="),
         name="fact_version_no_overlap",
         using="gist",
+        where=text("upper_inf(known_period) OR closed_at = recorded_at"),
     ),
     Index(
-        "fact_version_current_idx",
+        "fact_version_periods_idx",
         "key_id",
-        "source",
+        "known_period",
         "valid_period",
+        "entity",
         postgresql_using="gist",
-        postgresql_where=text("upper_inf(known_period)"),
     ),
 )
 

@@ -52,7 +52,7 @@ def test_every_round_times_every_part_and_files_every_history_call(server_url: s
                 for name in (anatomy.CURRENT_ALONE, anatomy.PAST_ALONE)
             }
     assert "fact_version_current_valid_idx" in plans[anatomy.CURRENT_ALONE]
-    assert "Index Scan using fact_version_no_overlap" in plans[anatomy.PAST_ALONE]
+    assert "Index Scan using fact_version_periods_idx" in plans[anatomy.PAST_ALONE]
     assert result["differ"] == 0 and result["versions"] == 15 * 9 + 199
     for timings in result["lookups"]:
         assert set(timings) == set(anatomy.PARTS)

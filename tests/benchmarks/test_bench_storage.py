@@ -21,10 +21,11 @@ def test_every_object_is_measured_removed_and_alone(server_url: str) -> None:
         if name not in ("plain", "copy", "as migrated", storage.ALL)
         and not name.startswith("only ")
     ]
-    # The catalog's objects: the exclusion constraint, the partial GiST index of current
-    # versions, the btrees, the foreign key, the CHECK constraints and the INSERT triggers.
+    # The catalog's objects: the exclusion constraint (over current versions), the GiST
+    # index of every version, the btrees, the foreign key, the CHECK constraints and the
+    # INSERT triggers.
     assert "fact_version_no_overlap (exclusion, gist)" in objects
-    assert "fact_version_current_idx (index, gist, partial)" in objects
+    assert "fact_version_periods_idx (index, gist)" in objects
     assert "fact_version_knowledge (trigger)" in objects
     assert {f"only {name}" for name in objects} <= set(seconds)
     report = storage.report(result)

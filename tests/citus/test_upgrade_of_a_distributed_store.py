@@ -5,8 +5,9 @@ node, and its downgrade gives the store distributed at 0030 back; a store distri
 0015 upgrades to head; one is never downgraded below 0030 (docs/citus.md, "Upgrading a
 distributed store").
 Migration 0032 leaves the record_many of a store distributed at 0031 as it was. Migration
-0033 reorders the exclusion constraint's columns on every shard, up and down (the catalogs
-compared node by node show it).
+0033 reorders the exclusion constraint's columns on every shard, up and down, and 0034 makes
+it partial and replaces the current versions' index with one of every version (the catalogs
+compared node by node show both).
 """
 
 from __future__ import annotations

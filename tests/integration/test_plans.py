@@ -55,7 +55,7 @@ def plan(conn: psycopg.Connection[Any], query: str) -> str:
 def test_key_lookups_use_the_key_index(conn: psycopg.Connection[Any], query: str) -> None:
     text = plan(conn, query)
     assert "Seq Scan" not in text, text
-    assert "fact_version_no_overlap" in text, text
+    assert "fact_version_periods_idx" in text, text
 
 
 def test_the_table_is_big_enough_for_the_plan_to_mean_something(

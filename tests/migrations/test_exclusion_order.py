@@ -54,7 +54,7 @@ def test_an_upgraded_store_answers_as_before(empty_database_url: str, layout: in
         write_history(conn)
         before = answers(conn)
 
-    migrations.migrate(url, partitions=layout)
+    migrations.migrate(url, "0033", partitions=layout)
     with psycopg.connect(url, autocommit=True) as conn:
         assert constraints(conn) == {AFTER}
         assert answers(conn) == before
@@ -68,7 +68,7 @@ def test_an_upgraded_store_answers_as_before(empty_database_url: str, layout: in
         assert answers(conn) == written
         assert_index_names(conn)
 
-    migrations.migrate(url, partitions=layout)
+    migrations.migrate(url, "0033", partitions=layout)
     with psycopg.connect(url, autocommit=True) as conn:
         assert constraints(conn) == {AFTER}
         assert answers(conn) == written

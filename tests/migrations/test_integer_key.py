@@ -91,12 +91,12 @@ def assert_index_names(conn: psycopg.Connection[Any]) -> None:
         row[0]
         for row in conn.execute(
             "SELECT relname FROM pg_class WHERE relnamespace = 'bitemporal'::regnamespace"
-            " AND relkind IN ('i', 'I') AND relname ~ 'no_overlap|current_idx'"
+            " AND relkind IN ('i', 'I') AND relname ~ 'no_overlap|current_idx|periods_idx'"
             " AND relname LIKE 'fact_version%'"
         )
     ]
     assert names and all(
-        re.fullmatch(r"fact_version_(no_overlap|current_idx)(_p\d)?", n) for n in names
+        re.fullmatch(r"fact_version_(no_overlap|current_idx|periods_idx)(_p\d)?", n) for n in names
     ), names
 
 
@@ -151,13 +151,16 @@ def test_the_exclusion_constraint_and_the_index_read_by_the_integer(database_url
         rows = conn.execute(
             "SELECT pg_get_indexdef(indexrelid) FROM pg_index"
             " WHERE indexrelid::regclass::text IN"
-            " ('bitemporal.fact_version_no_overlap', 'bitemporal.fact_version_current_idx')"
+            " ('bitemporal.fact_version_no_overlap', 'bitemporal.fact_version_periods_idx')"
             " ORDER BY 1"
         ).fetchall()
     assert [r[0].split("USING ")[1] for r in rows] == [
-        "gist (key_id, source, valid_period) WHERE upper_inf(known_period)",  # current_idx
-        # no_overlap: the periods before the text columns since 0033 (test_exclusion_order)
-        "gist (key_id, known_period, valid_period, entity, source)",
+        # no_overlap: over current versions since 0034 (test_current_exclusion)
+        (
+            "gist (key_id, source, valid_period, known_period, entity)"
+            " WHERE (upper_inf(known_period) OR (closed_at = recorded_at))"
+        ),
+        "gist (key_id, known_period, valid_period, entity)",  # periods_idx, since 0034
     ]
 
 
