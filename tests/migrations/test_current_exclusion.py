@@ -83,10 +83,11 @@ def test_a_version_inserted_closed_over_a_current_one_is_refused(
     migrated_database_url: str,
 ) -> None:
     """The owner inserts by hand, at the present, a version already closed (knowledge from
-    just after the key's latest to the present) over the valid period a current version of the same
-    source holds: both were known over that moment. The knowledge trigger lets it through
-    (its knowledge is not earlier than the key's, nor later than the present); it is not
-    current, yet the constraint refuses it, and the store is unchanged."""
+    just after the key's latest to the present) over the valid period that a current version
+    of the same source holds: both are known over that stretch. The knowledge trigger lets
+    it through (its knowledge is later than the key's latest and not later than the
+    present); it is not current, yet the constraint refuses it, and the store is
+    unchanged."""
     with psycopg.connect(migrated_database_url) as conn:
         conn.execute("SELECT bitemporal.record('closed', 'x', 'ops', '1', %s)", (START,))
         conn.commit()
