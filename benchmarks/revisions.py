@@ -115,8 +115,9 @@ def round_of(
         timed("primary key range scan", server_ms(conn, RANGE_SCAN, (first, last)))
 
     store = Store(conn)
-    # Later than every valid time before it: each change cuts the key's open version.
-    changed_from = EPOCH + timedelta(days=changes + 1 + round_)
+    # Later than every valid time before it, the previous rounds' record_many cuts included
+    # (``batch // keys`` hours of them a round): each change cuts the key's open version.
+    changed_from = EPOCH + timedelta(days=changes + 1) + round_ * timedelta(hours=2 + batch // keys)
     for i in range(writes):
         key = Key(f"e{rng.randrange(1, keys + 1)}", "a")
         began = time.perf_counter()

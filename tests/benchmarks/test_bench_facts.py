@@ -345,3 +345,15 @@ def test_fill_only_times_each_fill_and_judges_the_goal_at_10m(
     judged = bench.fill_goal_row({"versions": 10_000_000, "seconds": 290.0, "phases": {}})
     assert judged["met"] is True and judged["shown"] == "290.0 s"
     assert bench.fill_goal_row({"versions": 10_000_000, "seconds": 301.0})["met"] is False
+
+
+@pytest.mark.parametrize("other", ["--all", "--ingest"])
+def test_fill_only_with_other_suites_is_a_usage_error(
+    other: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before anything connects: the fills alone are what --fill-only times."""
+    with pytest.raises(SystemExit) as exited:
+        bench.main(["--url", "postgresql://nowhere/x", "--fill-only", other])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "--fill-only times the fills alone: not with --all or --ingest" in error

@@ -430,6 +430,12 @@ WINDOW = EPOCH + timedelta(hours=30)
             ),
             set(),
         ),
+        # a write (rolled back): the versions it may cut, through the exclusion
+        # constraint's index of current versions (migration 0034)
+        (
+            f"SELECT * FROM bitemporal.record('e2500', 'a', 's', '1', '{MID}')",
+            {"fact_key_pkey", "fact_version_no_overlap"},
+        ),
         # the decay step: evicts the hundred due items of a million
         ("SELECT bitemporal.memory_step('big')", {"memory_item_crossing_idx"}),
     ],

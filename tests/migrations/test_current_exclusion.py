@@ -5,9 +5,9 @@ every copy of the constraint becomes partial, the current versions' index gives 
 every version is in the new GiST index of its periods, the names are kept, and every
 question is answered as before, after the upgrade, after a downgrade and after upgrading
 again. Then the constraint is attacked as a table owner writing by hand could, with rows the
-knowledge trigger lets through: a version inserted already closed, over a current one, is
-refused by the constraint; versions a transaction records and closes stay in it and do not
-collide with the later ones.
+knowledge trigger lets through: a version over a current one, inserted current or already
+closed, is refused by the constraint; versions a transaction records and closes stay in it
+and do not collide with the later ones.
 """
 
 from __future__ import annotations
@@ -79,31 +79,33 @@ def test_an_upgraded_store_answers_as_before(empty_database_url: str, layout: in
         assert_index_names(conn)
 
 
-def test_a_version_inserted_closed_over_a_current_one_is_refused(
-    migrated_database_url: str,
+@pytest.mark.parametrize("closed", [False, True], ids=["inserted current", "inserted closed"])
+def test_a_version_over_a_current_one_written_by_hand_is_refused(
+    migrated_database_url: str, closed: bool
 ) -> None:
-    """The owner inserts by hand, at the present, a version already closed (knowledge from
-    just after the key's latest to the present) over the valid period that a current version
-    of the same source holds: both are known over that stretch. The knowledge trigger lets
-    it through (its knowledge is later than the key's latest and not later than the
-    present); it is not current, yet the constraint refuses it, and the store is
-    unchanged."""
+    """The owner inserts by hand, at the present, a version over the valid period that a
+    current version of the same key and source holds, known from just after the key's latest
+    knowledge: still current, or already closed at the present. Both are known over that
+    stretch. The knowledge trigger lets either through (its knowledge is later than the
+    key's latest and not later than the present), and the closed one is not current; the
+    constraint refuses both, and the store is unchanged."""
     with psycopg.connect(migrated_database_url) as conn:
-        conn.execute("SELECT bitemporal.record('closed', 'x', 'ops', '1', %s)", (START,))
+        conn.execute("SELECT bitemporal.record('hand', 'x', 'ops', '1', %s)", (START,))
         conn.commit()
-        before = conn.execute("SELECT * FROM bitemporal.history('closed', 'x')").fetchall()
+        before = conn.execute("SELECT * FROM bitemporal.history('hand', 'x')").fetchall()
         with pytest.raises(errors.ExclusionViolation) as raised:
             conn.execute(
                 "INSERT INTO bitemporal.fact_version"
                 " (entity, attribute, source, value, valid_period, known_period)"
-                " SELECT 'closed', 'x', 'ops', '2', tstzrange(%s, NULL, '[)'),"
-                " tstzrange(k.last_known_at + interval '1 microsecond', clock_timestamp(), '[)')"
-                " FROM bitemporal.fact_key k WHERE (k.entity, k.attribute) = ('closed', 'x')",
-                (START + timedelta(days=1),),
+                " SELECT 'hand', 'x', 'ops', '2', tstzrange(%s, NULL, '[)'),"
+                " tstzrange(k.last_known_at + interval '1 microsecond',"
+                " CASE WHEN %s THEN clock_timestamp() END, '[)')"
+                " FROM bitemporal.fact_key k WHERE (k.entity, k.attribute) = ('hand', 'x')",
+                (START + timedelta(days=1), closed),
             )
         conn.rollback()
         assert (raised.value.diag.constraint_name or "").startswith("fact_version_no_overlap")
-        assert conn.execute("SELECT * FROM bitemporal.history('closed', 'x')").fetchall() == before
+        assert conn.execute("SELECT * FROM bitemporal.history('hand', 'x')").fetchall() == before
 
 
 def test_versions_a_transaction_records_and_closes_do_not_collide(

@@ -3,9 +3,8 @@
 A store written at 0032 is upgraded with its data, in the default layout and partitioned:
 every copy of the constraint (each partition's, before PostgreSQL 17) takes the new column
 order, keeps its name, and every question is answered as before, after the upgrade, after a
-downgrade and after upgrading again. The constraint is then attacked as a table owner
-writing by hand could: a version overlapping another of its key and source in both periods
-is still refused, by the constraint.
+downgrade and after upgrading again. (The constraint at head is attacked in
+test_current_exclusion.py.)
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import errors
 
 from bitemporal import migrations
 from tests.migrations.test_integer_key import START, answers, assert_index_names, write_history
@@ -73,24 +71,3 @@ def test_an_upgraded_store_answers_as_before(empty_database_url: str, layout: in
         assert constraints(conn) == {AFTER}
         assert answers(conn) == written
         assert_index_names(conn)
-
-
-def test_an_overlapping_version_written_by_hand_is_refused(migrated_database_url: str) -> None:
-    """The owner inserts, by hand and at the present, a second current version of a key's
-    source over a valid period it already holds: the knowledge trigger lets the row through
-    (its knowledge is the latest), the constraint refuses it, and the store is unchanged."""
-    with psycopg.connect(migrated_database_url) as conn:
-        conn.execute("SELECT bitemporal.record('hand', 'x', 'ops', '1', %s)", (START,))
-        conn.commit()
-        before = conn.execute("SELECT * FROM bitemporal.history('hand', 'x')").fetchall()
-        with pytest.raises(errors.ExclusionViolation) as raised:
-            conn.execute(
-                "INSERT INTO bitemporal.fact_version"
-                " (entity, attribute, source, value, valid_period, known_period)"
-                " VALUES ('hand', 'x', 'ops', '2', tstzrange(%s, NULL, '[)'),"
-                " tstzrange(clock_timestamp(), NULL, '[)'))",
-                (START,),
-            )
-        conn.rollback()
-        assert (raised.value.diag.constraint_name or "").startswith("fact_version_no_overlap")
-        assert conn.execute("SELECT * FROM bitemporal.history('hand', 'x')").fetchall() == before
