@@ -430,25 +430,34 @@ WINDOW = EPOCH + timedelta(hours=30)
             ),
             set(),
         ),
-        # a write (rolled back): the versions it may cut, through the exclusion
-        # constraint's index of current versions (migration 0034)
+        # a write (rolled back): the versions it may cut, through one of the key's two
+        # GiST indexes. The planner's estimates for the constraint's index of current
+        # versions (migration 0034) and the index of every version tie here (they
+        # differ by the logarithm of the index sizes, equal when half the versions are
+        # current), so either may win; the performance page has both measured.
         (
             f"SELECT * FROM bitemporal.record('e2500', 'a', 's', '1', '{MID}')",
-            {"fact_key_pkey", "fact_version_no_overlap"},
+            {"fact_key_pkey", ("fact_version_no_overlap", "fact_version_periods_idx")},
         ),
         # the decay step: evicts the hundred due items of a million
         ("SELECT bitemporal.memory_step('big')", {"memory_item_crossing_idx"}),
     ],
 )
 def test_functions_use_their_indexes(
-    conn: psycopg.Connection[Any], call: str, expected: set[str], generic: bool
+    conn: psycopg.Connection[Any],
+    call: str,
+    expected: set[str | tuple[str, ...]],
+    generic: bool,
 ) -> None:
+    """Each expected index is used; a tuple is a choice, any one of its indexes."""
     plans = nested_plans(conn, call, generic=generic)
     used: set[str] = set()
     for text, plan in plans:
         assert_no_seq_scan(plan, f"{call}: {text}")
         used |= {s[2] for s in scans(plan) if s[2]}
-    assert expected <= used, (used, [t for t, _ in plans])
+    for index in expected:
+        choice = {index} if isinstance(index, str) else set(index)
+        assert choice & used, (index, used, [t for t, _ in plans])
 
 
 def test_the_decay_step_evicts_from_a_million(conn: psycopg.Connection[Any]) -> None:
