@@ -15,7 +15,8 @@ Then, round after round, the two copies taking turns (each round in the other or
 same work in each:
 
 * ``--lookups`` random questions, on the server (``EXPLAIN ANALYZE``): ``as_of`` for current
-  and for past knowledge, ``resolve`` for past knowledge, and a primary-key lookup of a
+  and for past knowledge, ``resolve`` for past and for current knowledge (a valid time before
+  the key's last change, which reads the versions known then), and a primary-key lookup of a
   version (the baseline); and a tenth as many ``history`` calls, each against a primary-key
   range scan of as many rows of a plain table;
 * ``--writes`` interior changes from Python, one ``record`` a transaction (each closes the
@@ -103,6 +104,7 @@ def round_of(
         timed("as_of, current knowledge", server_ms(conn, AS_OF, (entity, valid_at, None)))
         timed("as_of, past knowledge", server_ms(conn, AS_OF, (entity, valid_at, known_at)))
         timed("resolve, past knowledge", server_ms(conn, RESOLVE, (entity, valid_at, known_at)))
+        timed("resolve, current knowledge", server_ms(conn, RESOLVE, (entity, valid_at, None)))
         answers.append(_answer(conn.execute(AS_OF, (entity, valid_at, known_at)).fetchall()))
         answers.append(_answer(conn.execute(AS_OF, (entity, valid_at, None)).fetchall()))
     for _ in range(max(1, lookups // 10)):
@@ -233,6 +235,7 @@ OPERATIONS: dict[str, str | None] = {
     "as_of, current knowledge": "primary key lookup",
     "as_of, past knowledge": "primary key lookup",
     "resolve, past knowledge": "primary key lookup",
+    "resolve, current knowledge": "primary key lookup",
     "history": "primary key range scan",
     "record, one interior change": "primary key UPDATE",
     "record_many, new keys": None,

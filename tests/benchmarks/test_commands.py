@@ -146,6 +146,7 @@ def test_revisions_runs_end_to_end_from_the_command(
         "as_of, current knowledge",
         "as_of, past knowledge",
         "resolve, past knowledge",
+        "resolve, current knowledge",
         "history",
         "record, one interior change",
         "record_many, new keys",
