@@ -7,7 +7,8 @@ distributed store").
 Migration 0032 leaves the record_many of a store distributed at 0031 as it was. Migration
 0033 reorders the exclusion constraint's columns on every shard, up and down, and 0034 makes
 it partial and replaces the current versions' index with one of every version (the catalogs
-compared node by node show both).
+compared node by node show both). 0035 leaves distinct_values on the coordinator alone, as a
+store distributed at head has it, and its downgrade sends it to the workers again.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from bitemporal import DistributionError, Key, Store, migrations
+from bitemporal import DistributionError, Interpretation, Key, Store, migrations
 from tests.conftest import _citus_workers, with_database
 from tests.helpers import CITUS, DatabaseFactory, catalog
 
@@ -251,3 +252,31 @@ def _still_writes_through_the_citus_form(url: str, revision: str, value: str) ->
         assert conn.execute(
             "SELECT value FROM bitemporal.as_of('ship:2', 'status')"
         ).fetchall() == [(value,)]
+
+
+def test_0035_downgraded_gives_the_workers_distinct_values_back(
+    server_url: str, make_database: DatabaseFactory
+) -> None:
+    """Distributed at head, distinct_values is on the coordinator alone (nothing a worker
+    runs calls it); downgraded to 0034, where a worker's answer_rules calls it, every node's
+    catalog is that of a store distributed at 0034, and a retrospective answer, which reads
+    it on the key's worker, is the same as at head."""
+    url = make_database(migrated=True)
+    with _store(url) as store:
+        _write(store, "a")
+        at_head = _retrospective_answers(store)
+    # Nothing was known on 2026-06-01 (the store was written now).
+    assert {interpretation for _, _, interpretation in at_head} == {Interpretation.RETROSPECTIVE}
+
+    migrations.downgrade(url, "0034")
+    at_0034 = make_database()
+    migrations.migrate(at_0034, "0034", citus=True)
+    _assert_same_catalog(server_url, url, at_0034)
+    with _store(url) as store:
+        assert _retrospective_answers(store) == at_head
+
+
+def _retrospective_answers(store: Store) -> list[tuple[object, ...]]:
+    """Each key's answer for 2026-06-01, known now: what it rests on, and how."""
+    answers = [store.facts.resolve(k, valid_at=date(2026, 6, 1)) for k in KEYS]
+    return [(a.values, a.versions, a.interpretation) for a in answers]
