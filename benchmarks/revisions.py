@@ -16,9 +16,10 @@ same work in each:
 
 * ``--lookups`` random questions, on the server (``EXPLAIN ANALYZE``): ``as_of`` for current
   and for past knowledge, ``resolve`` for past and for current knowledge (a valid time before
-  the key's last change, which reads the versions known then), and a primary-key lookup of a
-  version (the baseline); and a tenth as many ``history`` calls, each against a primary-key
-  range scan of as many rows of a plain table;
+  the key's last change, which reads the versions known then), ``explain`` for past and for
+  current knowledge (each statement its own transaction, as an application asks), and a
+  primary-key lookup of a version (the baseline); and a tenth as many ``history`` calls, each
+  against a primary-key range scan of as many rows of a plain table;
 * ``--writes`` interior changes from Python, one ``record`` a transaction (each closes the
   key's open version and re-records its remainder), against a primary-key ``UPDATE`` of a
   plain table in the same database (the baseline);
@@ -59,6 +60,7 @@ HEAD = "head"
 
 AS_OF = "SELECT * FROM bitemporal.as_of(%s, 'a', %s, %s)"
 RESOLVE = "SELECT * FROM bitemporal.resolve(%s, 'a', %s, %s)"
+EXPLAIN = "SELECT bitemporal.explain(%s, 'a', %s, %s)"
 PRIMARY_KEY = "SELECT * FROM bitemporal.fact_version WHERE version_id = %s"
 HISTORY = "SELECT * FROM bitemporal.history(%s, 'a')"
 RANGE_SCAN = "SELECT * FROM bench_plain WHERE id BETWEEN %s AND %s ORDER BY id"
@@ -105,6 +107,8 @@ def round_of(
         timed("as_of, past knowledge", server_ms(conn, AS_OF, (entity, valid_at, known_at)))
         timed("resolve, past knowledge", server_ms(conn, RESOLVE, (entity, valid_at, known_at)))
         timed("resolve, current knowledge", server_ms(conn, RESOLVE, (entity, valid_at, None)))
+        timed("explain, past knowledge", server_ms(conn, EXPLAIN, (entity, valid_at, known_at)))
+        timed("explain, current knowledge", server_ms(conn, EXPLAIN, (entity, valid_at, None)))
         answers.append(_answer(conn.execute(AS_OF, (entity, valid_at, known_at)).fetchall()))
         answers.append(_answer(conn.execute(AS_OF, (entity, valid_at, None)).fetchall()))
     for _ in range(max(1, lookups // 10)):
@@ -236,6 +240,8 @@ OPERATIONS: dict[str, str | None] = {
     "as_of, past knowledge": "primary key lookup",
     "resolve, past knowledge": "primary key lookup",
     "resolve, current knowledge": "primary key lookup",
+    "explain, past knowledge": "primary key lookup",
+    "explain, current knowledge": "primary key lookup",
     "history": "primary key range scan",
     "record, one interior change": "primary key UPDATE",
     "record_many, new keys": None,

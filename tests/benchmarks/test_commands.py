@@ -147,6 +147,8 @@ def test_revisions_runs_end_to_end_from_the_command(
         "as_of, past knowledge",
         "resolve, past knowledge",
         "resolve, current knowledge",
+        "explain, past knowledge",
+        "explain, current knowledge",
         "history",
         "record, one interior change",
         "record_many, new keys",
