@@ -13,7 +13,10 @@ are unchanged. The downgrade restores them as ``erasure.v1.sql`` (``distinct_val
 
 On a store distributed by Citus the three are the coordinator's alone (``explain`` runs
 there; nothing a worker runs calls them), so both directions change them with Citus's DDL
-propagation off, as on a store distributed after this migration.
+propagation off, as on a store distributed after this migration. There
+``bitemporal.distribute`` had already made them PL/pgSQL, as it makes every SQL-standard
+body that reads our tables (``bitemporal_internal.citus_adapt_function``): the downgrade
+adapts the restored definitions the same way, as a store distributed at 0035 has them.
 """
 
 from alembic import op
@@ -32,16 +35,31 @@ FILES = ("explain_helpers.v1.sql",)
 # As 0009 loaded its files: whatever the file's bodies name is bound to pg_catalog.
 PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
 
-# (file, function) as each one was before explain_helpers.v1.sql.
+# (file, function, arguments) as each one was before explain_helpers.v1.sql.
 PREVIOUS = (
-    ("erasure.v1.sql", "bitemporal_internal.distinct_values"),
-    ("integer_key.v1.sql", "bitemporal_internal.value_run"),
-    ("erasure.v1.sql", "bitemporal_internal.explain_version"),
+    (
+        "erasure.v1.sql",
+        "bitemporal_internal.distinct_values",
+        "text, text, timestamptz, timestamptz",
+    ),
+    (
+        "integer_key.v1.sql",
+        "bitemporal_internal.value_run",
+        "text, text, jsonb, timestamptz, timestamptz",
+    ),
+    ("erasure.v1.sql", "bitemporal_internal.explain_version", "bitemporal.versions"),
 )
 
 # With propagation on, Citus would make each replaced function a distributed object.
 COORDINATOR_ONLY = if_distributed(
     "        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);"
+)
+# The restored SQL-standard bodies in the form distribute() gives them.
+ADAPTED = if_distributed(
+    "        PERFORM bitemporal_internal.citus_adapt_function(f.f)\n"
+    "           FROM pg_catalog.unnest(ARRAY["
+    + ", ".join(f"'{function}({arguments})'" for _, function, arguments in PREVIOUS)
+    + "]::pg_catalog.regprocedure[]) AS f (f);"
 )
 PROPAGATING_AGAIN = if_distributed(
     "        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);"
@@ -60,7 +78,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute(PINNED_PATH)
     op.execute(COORDINATOR_ONLY)
-    for filename, function in PREVIOUS:
+    for filename, function, _ in PREVIOUS:
         op.execute(standard_body_definition(filename, function))
+    op.execute(ADAPTED)
     op.execute(PROPAGATING_AGAIN)
     op.execute("SET LOCAL search_path TO DEFAULT")
