@@ -21,12 +21,22 @@ its own:
 - the versions known at an earlier time, through the GiST index of the exclusion
   constraint by the key's integer (the second branch), alone.
 
-Each decomposition is checked to return the versions ``as_of`` returns. From Python, it
-times ``history`` of the long key against the same number of rows fetched by primary key,
-and counts the calls during which Python's cyclic collector made a full collection (the
-collector at its defaults), giving each kind of call its own median. ``--rounds`` repeats
-everything; the spread of each part's ratio over the rounds is printed beside its median,
-since one run of a 0.02-ms query on a shared machine can be a third off the next.
+Each decomposition is checked to return the versions ``as_of`` returns. The same runs give
+each part's planning time: ``as_of`` is inlined into the query that calls it, so every
+query that is not a prepared statement's generic plan plans it again, and the goals'
+execution times leave that out. So, from Python, end to end, it times a primary-key
+lookup, ``as_of`` for current and past knowledge and ``resolve`` (PL/pgSQL, whose
+statements' plans the session keeps), each as a prepared statement (psycopg's
+``prepare=True``) and not (``prepare=False``, planned at every call, as through a pooler
+in transaction mode), and reads from ``pg_prepared_statements`` how many of the prepared
+runs had a generic plan.
+
+From Python, it also times ``history`` of the long key against the same number of rows
+fetched by primary key, and counts the calls during which Python's cyclic collector made a
+full collection (the collector at its defaults), giving each kind of call its own median.
+``--rounds`` repeats everything; the spread of each part's ratio over the rounds is printed
+beside its median, since one run of a 0.02-ms query on a shared machine can be a third off
+the next.
 """
 
 from __future__ import annotations
@@ -84,6 +94,24 @@ PARTS: dict[str, str] = {
 #: A decomposition and the as_of call whose versions it must return.
 SAME_VERSIONS = ((CURRENT_SORTED, AS_OF_CURRENT), (PAST_ALONE, AS_OF_PAST))
 
+RESOLVE = "resolve, current knowledge"
+
+#: What the Python section runs, with the question's parameters it takes, in order:
+#: positional placeholders, so that the prepared statement's text on the server is known
+#: (psycopg numbers them $1, $2, ...), and an alias (py), so that no other query of this
+#: suite shares that prepared statement.
+FROM_PYTHON: dict[str, tuple[str, tuple[str, ...]]] = {
+    PRIMARY_KEY: ("SELECT value FROM bench_plain py WHERE id = %s", ("id",)),
+    AS_OF_CURRENT: ("SELECT * FROM bitemporal.as_of(%s, 'a', %s) py", ("entity", "valid_at")),
+    AS_OF_PAST: (
+        "SELECT * FROM bitemporal.as_of(%s, 'a', %s, %s) py",
+        ("entity", "valid_at", "known_at"),
+    ),
+    RESOLVE: ("SELECT * FROM bitemporal.resolve(%s, 'a', %s) py", ("entity", "valid_at")),
+}
+PREPARED = "prepared"
+NOT_PREPARED = "not prepared"
+
 HISTORY_BASELINE = "primary key range scan, same number of rows"
 HISTORY = "history"
 WITHOUT_FULL = "history, calls without a full collection"
@@ -117,19 +145,74 @@ def questions(
 
 def lookup_round(
     conn: psycopg.Connection[Any], asked: list[dict[str, Any]], rng: random.Random
-) -> tuple[dict[str, list[float]], int]:
-    """Every part on every question, in a new order each time; and how many of the
-    decompositions returned other versions than as_of."""
+) -> tuple[dict[str, list[float]], dict[str, list[float]], int]:
+    """Every part on every question, in a new order each time: its execution and its
+    planning times; and how many of the decompositions returned other versions than as_of."""
     timings: dict[str, list[float]] = {name: [] for name in PARTS}
+    planning: dict[str, list[float]] = {name: [] for name in PARTS}
     differ = 0
     for params in asked:
         for name in rng.sample(list(PARTS), len(PARTS)):
-            timings[name].append(facts.server_ms(conn, PARTS[name], params))
+            planned, executed = facts.server_times(conn, PARTS[name], params)
+            planning[name].append(planned)
+            timings[name].append(executed)
         for part, whole in SAME_VERSIONS:
             differ += _version_ids(conn, PARTS[part], params) != _version_ids(
                 conn, PARTS[whole], params
             )
-    return timings, differ
+    return timings, planning, differ
+
+
+def python_name(statement: str, prepared: bool) -> str:
+    return f"{statement}, {PREPARED if prepared else NOT_PREPARED}"
+
+
+def _fetch_all(
+    conn: psycopg.Connection[Any], query: str, args: tuple[Any, ...], prepared: bool
+) -> None:
+    conn.execute(query, args, prepare=prepared).fetchall()
+
+
+def python_round(
+    conn: psycopg.Connection[Any], asked: list[dict[str, Any]], rng: random.Random
+) -> dict[str, list[float]]:
+    """Each statement of FROM_PYTHON on every question from Python, end to end, prepared
+    and not, in a new order each time."""
+    runs = [(name, prepared) for name in FROM_PYTHON for prepared in (True, False)]
+    timings: dict[str, list[float]] = {python_name(*run): [] for run in runs}
+    for params in asked:
+        for name, prepared in rng.sample(runs, len(runs)):
+            query, names = FROM_PYTHON[name]
+            args = tuple(params[n] for n in names)
+            timings[python_name(name, prepared)].append(
+                facts.client_ms(_fetch_all, conn, query, args, prepared)
+            )
+    return timings
+
+
+def server_text(query: str) -> str:
+    """A query's text as psycopg prepares it on the server: each %s as $1, $2, ..."""
+    parts = query.split("%s")
+    return parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
+
+
+def plan_kinds(conn: psycopg.Connection[Any]) -> dict[str, dict[str, int]]:
+    """How many runs of each prepared statement of FROM_PYTHON had a generic plan, and how
+    many a custom one (planned with the run's parameters). A statement's text may be
+    prepared more than once: psycopg prepares it again for other parameter types (a small
+    integer is sent as smallint, a larger one as integer)."""
+    kinds = {
+        statement: (generic, custom)
+        for statement, generic, custom in conn.execute(
+            "SELECT statement, sum(generic_plans), sum(custom_plans)"
+            " FROM pg_prepared_statements GROUP BY statement"
+        )
+    }
+    result: dict[str, dict[str, int]] = {}
+    for name, (query, _) in FROM_PYTHON.items():
+        generic, custom = kinds[server_text(query)]
+        result[name] = {"generic": int(generic), "custom": int(custom)}
+    return result
 
 
 class FullCollections:
@@ -193,14 +276,20 @@ def measure(
         versions = loaded["versions"]
         facts.fill_baseline(conn, versions)
         asked = [questions(conn, keys, changes, versions, rng) for _ in range(samples)]
-        lookup_round(conn, asked, rng)  # warms caches and plans
+        # Warms caches and plans (and psycopg prepares the prepared statements).
+        lookup_round(conn, asked, rng)
+        python_round(conn, asked, rng)
         lookups: list[dict[str, list[float]]] = []
+        planning: list[dict[str, list[float]]] = []
+        from_python: list[dict[str, list[float]]] = []
         histories: list[dict[str, list[float]]] = []
         differ = 0
         for _ in range(rounds):
-            timings, wrong = lookup_round(conn, asked, rng)
+            timings, planned, wrong = lookup_round(conn, asked, rng)
             lookups.append(timings)
+            planning.append(planned)
             differ += wrong
+            from_python.append(python_round(conn, asked, rng))
             histories.append(history_round(conn, versions, timeline_samples, rng))
         return {
             "server_version": conn.info.server_version // 10000,
@@ -212,6 +301,9 @@ def measure(
             "timeline_versions": timeline_versions,
             "differ": differ,
             "lookups": lookups,
+            "planning": planning,
+            "from_python": from_python,
+            "plans": plan_kinds(conn),
             "histories": histories,
         }
 
@@ -260,12 +352,28 @@ def report(result: dict[str, Any]) -> str:
     )
     columns = ("part", "samples", "median ms", "vs baseline", "over the rounds")
     lookups = format_table(columns, _rows(result["lookups"], PRIMARY_KEY))
+    planning = format_table(columns, _rows(result["planning"], PRIMARY_KEY))
+    from_python = format_table(
+        columns, _rows(result["from_python"], python_name(PRIMARY_KEY, prepared=True))
+    )
+    plans = "".join(
+        f"  {name}: {kinds['generic']:,} generic, {kinds['custom']:,} custom\n"
+        for name, kinds in result["plans"].items()
+    )
     histories = format_table(columns, _rows(result["histories"], HISTORY_BASELINE))
     return (
         head
         + "\nAn as-of lookup and its parts, on the server (baseline: a primary-key lookup):\n"
         + lookups
         + f"\nDecompositions returning other versions than as_of: {result['differ']}\n"
+        + "\nThe same queries' planning on the server (baseline: planning the primary-key"
+        " lookup):\n"
+        + planning
+        + "\nFrom Python, end to end, prepared or not (baseline: a primary-key lookup,"
+        " prepared):\n"
+        + from_python
+        + "\nPlans of the prepared statements' runs:\n"
+        + plans
         + "\nA history from Python (baseline: as many rows by primary key, from Python):\n"
         + histories
     )

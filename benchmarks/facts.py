@@ -287,10 +287,15 @@ def _value(conn: psycopg.Connection[Any], query: str, params: Any) -> Any:
     return None if row is None else row[0]
 
 
-def server_ms(conn: psycopg.Connection[Any], query: str, params: Any) -> float:
+def server_times(conn: psycopg.Connection[Any], query: str, params: Any) -> tuple[float, float]:
+    """The server's planning and execution time of one run of ``query``, in ms."""
     row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {query}", params).fetchone()
     assert row is not None
-    return float(row[0][0]["Execution Time"])
+    return float(row[0][0]["Planning Time"]), float(row[0][0]["Execution Time"])
+
+
+def server_ms(conn: psycopg.Connection[Any], query: str, params: Any) -> float:
+    return server_times(conn, query, params)[1]
 
 
 def client_ms(call: Callable[..., object], *args: Any, **kwargs: Any) -> float:

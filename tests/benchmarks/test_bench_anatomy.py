@@ -1,5 +1,7 @@
-"""`python -m benchmarks anatomy`, tiny: every part timed in every round, each decomposition
-returning the versions as_of returns, every history call filed by the collector's work."""
+"""`python -m benchmarks anatomy`, tiny: every part timed and its planning too in every round,
+each decomposition returning the versions as_of returns, every statement from Python timed
+prepared and not, with its prepared runs' plans counted, every history call filed by the
+collector's work."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import psycopg
 import pytest
 
 from benchmarks import anatomy
-from bitemporal import migrate
+from bitemporal import Key, Store, migrate
 from bitemporal.database import psycopg_url, scratch_database
 
 pytestmark = pytest.mark.not_on_citus(
@@ -36,6 +38,8 @@ def test_parts_answer_as_as_of_does_and_are_reported(
     assert "Decompositions returning other versions than as_of: 0" in out
     for part in anatomy.PARTS:
         assert part in out
+    for statement in anatomy.FROM_PYTHON:
+        assert f"{statement}, prepared " in out and f"{statement}, not prepared " in out
 
 
 def test_every_round_times_every_part_and_files_every_history_call(server_url: str) -> None:
@@ -54,10 +58,44 @@ def test_every_round_times_every_part_and_files_every_history_call(server_url: s
     assert "fact_version_current_valid_idx" in plans[anatomy.CURRENT_ALONE]
     assert "Index Scan using fact_version_periods_idx" in plans[anatomy.PAST_ALONE]
     assert result["differ"] == 0 and result["versions"] == 15 * 9 + 199
-    for timings in result["lookups"]:
+    for timings in result["lookups"] + result["planning"]:
         assert set(timings) == set(anatomy.PARTS)
         assert all(len(ms) == 6 and min(ms) > 0 for ms in timings.values())
-    for timings in result["histories"]:
-        calls = timings[anatomy.HISTORY]
-        assert len(calls) == 4 and len(timings[anatomy.HISTORY_BASELINE]) == 4
-        assert sorted(calls) == sorted(timings[anatomy.WITH_FULL] + timings[anatomy.WITHOUT_FULL])
+    ways = {
+        anatomy.python_name(statement, prepared)
+        for statement in anatomy.FROM_PYTHON
+        for prepared in (True, False)
+    }
+    for timings in result["from_python"]:
+        assert set(timings) == ways
+        assert all(len(ms) == 6 and min(ms) > 0 for ms in timings.values())
+    # Each prepared statement ran once a question in the warm-up round and in each round,
+    # with a custom plan at least for its first five runs (PostgreSQL's rule).
+    assert set(result["plans"]) == set(anatomy.FROM_PYTHON)
+    for kinds in result["plans"].values():
+        assert kinds["generic"] + kinds["custom"] == 6 * 3 and kinds["custom"] >= 5
+
+
+def test_plans_are_counted_over_every_preparation_of_a_statement(server_url: str) -> None:
+    # psycopg prepares a text again for other parameter types: a small integer goes as
+    # smallint, a larger one as integer. Both preparations count.
+    with scratch_database(server_url, "bitemporal_bench") as scratch:
+        migrate(scratch)
+        with psycopg.connect(psycopg_url(scratch), autocommit=True) as conn:
+            Store(conn).facts.record(Key("e1", "a"), 1, source="s")
+            conn.execute("CREATE TABLE bench_plain (id bigint PRIMARY KEY, value text)")
+            question = {"entity": "e1", "valid_at": None, "known_at": None}
+            for row_id in (1, 70_000, 2, 80_000, 3):
+                for query, names in anatomy.FROM_PYTHON.values():
+                    args = tuple({**question, "id": row_id}[n] for n in names)
+                    conn.execute(query, args, prepare=True).fetchall()
+            primary_key = anatomy.server_text(anatomy.FROM_PYTHON[anatomy.PRIMARY_KEY][0])
+            preparations = conn.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement = %s",
+                (primary_key,),
+            ).fetchone()
+            plans = anatomy.plan_kinds(conn)
+    assert preparations == (2,)
+    assert {name: sum(kinds.values()) for name, kinds in plans.items()} == dict.fromkeys(
+        anatomy.FROM_PYTHON, 5
+    )
