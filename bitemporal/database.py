@@ -173,12 +173,17 @@ def scratch_database(
 ) -> Iterator[str]:
     """A new database on the server of ``url`` (for the demo and benchmarks), dropped
     afterwards: empty, or a copy of the database ``template`` (which nobody may be connected
-    to)."""
+    to), copied file by file."""
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     admin = psycopg_url(url)
     create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
     if template is not None:
-        create = sql.SQL("{} TEMPLATE {}").format(create, sql.Identifier(template))
+        # Not through shared buffers (WAL_LOG, the default from PostgreSQL 15), which would
+        # leave the copy's pages there and evict those of copies made before it: the last
+        # copy made would read faster than the others.
+        create = sql.SQL("{} TEMPLATE {} STRATEGY FILE_COPY").format(
+            create, sql.Identifier(template)
+        )
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(create)
     try:
