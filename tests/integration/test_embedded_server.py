@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -40,30 +40,51 @@ def running(pid: int) -> bool:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "pgdata"
+def data_dir(embedded_home: Path) -> Iterator[Path]:
+    path = embedded_home / "pgdata"
     yield path
     # Whatever the test found, leave no server behind.
     if (path / "postmaster.pid").exists() and running(pid := postmaster_pid(path)):
         os.kill(pid, signal.SIGINT)
+        stopped_within(pid, 30)
 
 
-def client(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-c", CLIENT, str(data_dir)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    assert url.startswith("postgresql://"), url
-    return process, url
+Client = Callable[[Path], tuple[subprocess.Popen[str], str]]
+
+
+@pytest.fixture
+def client() -> Iterator[Client]:
+    """Starts a client on a data directory: its process and the URL it said. Every client
+    is ended and reaped at teardown, so that a failed test leaves no process or pipe behind
+    (unreaped, they were reported as warnings in whichever test ran next)."""
+    processes: list[subprocess.Popen[str]] = []
+
+    def start(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+        process = subprocess.Popen(
+            [sys.executable, "-c", CLIENT, str(data_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        processes.append(process)
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        if not url.startswith("postgresql://"):
+            _, err = process.communicate(timeout=60)
+            pytest.fail(f"the client said {url!r}, exit code {process.returncode}:\n{err}")
+        return process, url
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=60)
 
 
 def exit_normally(process: subprocess.Popen[str]) -> None:
-    process.communicate(timeout=60)  # closes its stdin, then waits
-    assert process.returncode == 0
+    _, err = process.communicate(timeout=60)  # closes its stdin, then waits
+    assert process.returncode == 0, err
 
 
 def stopped_within(pid: int, seconds: float) -> bool:
@@ -75,7 +96,7 @@ def stopped_within(pid: int, seconds: float) -> bool:
     return True
 
 
-def test_a_killed_client_does_not_keep_the_server_running(data_dir: Path) -> None:
+def test_a_killed_client_does_not_keep_the_server_running(data_dir: Path, client: Client) -> None:
     killed, url = client(data_dir)
     normal, same_url = client(data_dir)
     assert same_url == url
@@ -90,7 +111,7 @@ def test_a_killed_client_does_not_keep_the_server_running(data_dir: Path) -> Non
     assert stopped_within(pid, 30), "the server outlived its last client"
 
 
-def test_the_server_stays_up_while_a_client_lives(data_dir: Path) -> None:
+def test_the_server_stays_up_while_a_client_lives(data_dir: Path, client: Client) -> None:
     first, url = client(data_dir)
     second, _ = client(data_dir)
     pid = postmaster_pid(data_dir)
