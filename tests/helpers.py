@@ -7,12 +7,15 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypedDict
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from bitemporal import InMemoryMemory, Memory, cli
 
@@ -201,3 +204,35 @@ def catalog(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """What the migrations created in schema bitemporal, comparable across databases."""
     with psycopg.connect(url) as conn:
         return {name: conn.execute(query).fetchall() for name, query in CATALOG.items()}
+
+
+@contextmanager
+def login_roles(url: str, prefix: str, *kinds: str) -> Iterator[dict[str, str]]:
+    """A LOGIN role of a new name (``{prefix}_{kind}_{random}``) per kind, created on
+    ``url``'s server and dropped afterwards with what it owns in ``url``'s database."""
+    suffix = uuid.uuid4().hex[:8]
+    names = {kind: f"{prefix}_{kind}_{suffix}" for kind in kinds}
+    with psycopg.connect(url, autocommit=True) as admin:
+        for name in names.values():
+            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    try:
+        yield names
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            for name in names.values():
+                admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+                admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+@contextmanager
+def eraser_roles(url: str, prefix: str) -> Iterator[dict[str, str]]:
+    """A reader, a writer and an eraser LOGIN role (:func:`login_roles`) granted through
+    ``bitemporal.grant_roles``, and ``url`` under the key "url"."""
+    with login_roles(url, prefix, "reader", "writer", "eraser") as names:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT bitemporal.grant_roles("
+                "reader => %s, writer => %s, auditor => NULL, eraser => %s)",
+                (names["reader"], names["writer"], names["eraser"]),
+            )
+        yield names | {"url": url}

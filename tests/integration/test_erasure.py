@@ -15,7 +15,6 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from psycopg import sql
 
 from bitemporal import (
     Erasure,
@@ -28,7 +27,7 @@ from bitemporal import (
     Store,
     UnknownKeyError,
 )
-from tests.helpers import Connect, at, examples, run_cli
+from tests.helpers import Connect, at, eraser_roles, examples, run_cli
 from tests.integration.test_properties import apply, assert_same_answer, fresh_key
 from tests.reference_model import FactModel
 from tests.strategies import GRID, KNOWN_BASE, NOW, US, VALID_QUESTIONS, knowledge_times, scenarios
@@ -173,21 +172,8 @@ def test_cli_erases_and_shows_erased_values(
 @pytest.fixture
 def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
     """LOGIN roles granted through grant_roles: a reader, a writer and an eraser."""
-    suffix = uuid.uuid4().hex[:8]
-    names = {kind: f"bt_erasure_{kind}_{suffix}" for kind in ("reader", "writer", "eraser")}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        admin.execute(
-            "SELECT bitemporal.grant_roles("
-            "reader => %s, writer => %s, auditor => NULL, eraser => %s)",
-            (names["reader"], names["writer"], names["eraser"]),
-        )
-    yield {kind: migrated_database_url for kind in ("url",)} | names
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+    with eraser_roles(migrated_database_url, "bt_erasure") as roles:
+        yield roles
 
 
 def test_only_the_eraser_role_may_erase(roles: dict[str, str], key: Key) -> None:

@@ -8,12 +8,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 from psycopg.rows import dict_row
 
 import bitemporal
 from bitemporal import Explanation, Status, migrations
-from tests.helpers import Connect
+from tests.helpers import Connect, eraser_roles
 
 
 @pytest.fixture
@@ -212,21 +211,9 @@ def test_later_writes_cut_erased_versions_into_erased_remainders(
 
 @pytest.fixture
 def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
-    suffix = uuid.uuid4().hex[:8]
-    names = {kind: f"bt_erase_{kind}_{suffix}" for kind in ("reader", "writer", "eraser")}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        admin.execute(
-            "SELECT bitemporal.grant_roles("
-            "reader => %s, writer => %s, auditor => NULL, eraser => %s)",
-            (names["reader"], names["writer"], names["eraser"]),
-        )
-    yield names | {"url": migrated_database_url}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+    """LOGIN roles granted through grant_roles: a reader, a writer and an eraser."""
+    with eraser_roles(migrated_database_url, "bt_erase") as roles:
+        yield roles
 
 
 def test_only_the_eraser_may_erase(roles: dict[str, str], entity: str) -> None:

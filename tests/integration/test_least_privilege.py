@@ -7,13 +7,11 @@ whose schema is missing or behind says which command to run, and changes nothing
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import date
 
 import psycopg
 import pytest
-from psycopg import sql
 from sqlalchemy.engine import make_url
 
 import bitemporal
@@ -24,7 +22,7 @@ from bitemporal import (
     SchemaNotMigratedError,
     migrations,
 )
-from tests.helpers import run_cli
+from tests.helpers import login_roles, run_cli
 
 
 def as_user(url: str, role: str) -> str:
@@ -43,28 +41,21 @@ def schema_exists(url: str) -> bool:
 def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
     """A migrated database and LOGIN roles granted through bitemporal.grant_roles: an
     application (reader and writer) and a reader. Neither may create anything."""
-    suffix = uuid.uuid4().hex[:8]
-    names = {"app": f"bt_app_{suffix}", "reader": f"bt_ro_{suffix}"}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        admin.execute(
-            "SELECT bitemporal.grant_roles(reader => %s, writer => %s, auditor => NULL)",
-            (names["app"], names["app"]),
-        )
-        admin.execute(
-            "SELECT bitemporal.grant_roles(reader => %s, writer => NULL, auditor => NULL)",
-            (names["reader"],),
-        )
-        # Least privilege, also on servers older than 15 where PUBLIC may create in public.
-        admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-    yield {"owner": migrated_database_url} | {
-        kind: as_user(migrated_database_url, name) for kind, name in names.items()
-    }
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+    with login_roles(migrated_database_url, "bt", "app", "reader") as names:
+        with psycopg.connect(migrated_database_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT bitemporal.grant_roles(reader => %s, writer => %s, auditor => NULL)",
+                (names["app"], names["app"]),
+            )
+            admin.execute(
+                "SELECT bitemporal.grant_roles(reader => %s, writer => NULL, auditor => NULL)",
+                (names["reader"],),
+            )
+            # Least privilege, also on servers older than 15 where PUBLIC may create in public.
+            admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        yield {"owner": migrated_database_url} | {
+            kind: as_user(migrated_database_url, name) for kind, name in names.items()
+        }
 
 
 def test_the_cli_works_for_the_application_and_reader_roles(

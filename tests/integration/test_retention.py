@@ -27,7 +27,7 @@ from bitemporal import (
     Store,
     UnknownTableError,
 )
-from tests.helpers import Connect, run_cli
+from tests.helpers import Connect, eraser_roles, run_cli
 
 # Long enough that nothing written just before a run expires during it, on Citus too.
 TINY = timedelta(seconds=1)
@@ -211,21 +211,9 @@ def test_the_cutoff_is_counted_in_utc_whatever_the_session_time_zone(
 
 @pytest.fixture
 def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
-    suffix = uuid.uuid4().hex[:8]
-    names = {kind: f"bt_ret_{kind}_{suffix}" for kind in ("reader", "writer", "eraser")}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        admin.execute(
-            "SELECT bitemporal.grant_roles("
-            "reader => %s, writer => %s, auditor => NULL, eraser => %s)",
-            (names["reader"], names["writer"], names["eraser"]),
-        )
-    yield names | {"url": migrated_database_url}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+    """LOGIN roles granted through grant_roles: a reader, a writer and an eraser."""
+    with eraser_roles(migrated_database_url, "bt_ret") as roles:
+        yield roles
 
 
 def test_only_the_eraser_sets_and_applies_policies(roles: dict[str, str]) -> None:

@@ -27,7 +27,7 @@ from bitemporal import (
     Store,
     UnknownKeyError,
 )
-from tests.helpers import Connect
+from tests.helpers import Connect, eraser_roles
 
 JAN, FEB, MAR = (datetime(2026, m, 1, tzinfo=UTC) for m in (1, 2, 3))
 
@@ -214,33 +214,23 @@ def test_erase_waits_for_a_write_of_the_key_in_flight(
 def roles(migrated_database_url: str) -> Iterator[dict[str, str]]:
     """LOGIN roles in a database of the test's own: a writer, an eraser (granted EXECUTE on
     the table's erase function) and a reader, granted through bitemporal.grant_roles."""
-    suffix = uuid.uuid4().hex[:8]
-    names = {kind: f"bt_te_{kind}_{suffix}" for kind in ("reader", "writer", "eraser")}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        admin.execute(
-            "SELECT bitemporal.grant_roles("
-            "reader => %s, writer => %s, auditor => NULL, eraser => %s)",
-            (names["reader"], names["writer"], names["eraser"]),
-        )
-        admin.execute("CREATE TABLE public.person (id int NOT NULL, email text)")
-        admin.execute("SELECT bitemporal.enable_table('public.person', ARRAY['id'])")
-        admin.execute(
-            sql.SQL(
-                "GRANT EXECUTE ON FUNCTION public.person_record(int, text, timestamptz,"
-                " timestamptz, timestamptz) TO {writer};"
-                " GRANT EXECUTE ON FUNCTION public.person_erase(int, text) TO {eraser};"
-                " GRANT SELECT ON public.person, public.person_key TO {reader}, {writer}, {eraser};"
-                # An application reads and writes (the reader's grants, then the writer's).
-                " GRANT {reader} TO {writer}"
-            ).format(**{k: sql.Identifier(v) for k, v in names.items()})
-        )
-    yield names | {"url": migrated_database_url}
-    with psycopg.connect(migrated_database_url, autocommit=True) as admin:
-        for name in names.values():
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+    with eraser_roles(migrated_database_url, "bt_te") as roles:
+        names = {kind: sql.Identifier(roles[kind]) for kind in ("reader", "writer", "eraser")}
+        with psycopg.connect(migrated_database_url, autocommit=True) as admin:
+            admin.execute("CREATE TABLE public.person (id int NOT NULL, email text)")
+            admin.execute("SELECT bitemporal.enable_table('public.person', ARRAY['id'])")
+            admin.execute(
+                sql.SQL(
+                    "GRANT EXECUTE ON FUNCTION public.person_record(int, text, timestamptz,"
+                    " timestamptz, timestamptz) TO {writer};"
+                    " GRANT EXECUTE ON FUNCTION public.person_erase(int, text) TO {eraser};"
+                    " GRANT SELECT ON public.person, public.person_key"
+                    " TO {reader}, {writer}, {eraser};"
+                    # An application reads and writes (the reader's grants, then the writer's).
+                    " GRANT {reader} TO {writer}"
+                ).format(**names)
+            )
+        yield roles
 
 
 def test_only_a_role_granted_the_erase_function_may_erase(roles: dict[str, str]) -> None:
