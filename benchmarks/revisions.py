@@ -33,11 +33,11 @@ baseline copy is upgraded to head, timed. The two copies must answer every quest
 and hold the same versions, before and after that upgrade: the exit status is 1 otherwise.
 
 Each lookup, change and ``history`` is also compared against its baseline in its own copy,
-round by round: two copies of one store, both at head, differed by 1.14-1.48x in every read
-in runs on PostgreSQL 15 and 18 (every read of one copy faster, the primary-key lookup too),
-and that column cancels such a difference. (On PostgreSQL 15 copies made through shared
-buffers caused it; ``scratch_database`` now copies file by file. The untimed first pass
-brought that column within 0.96-1.01x for every read in three A/A runs on PostgreSQL 18.)
+round by round, which cancels what moves a whole copy. Two copies of one store, both at head,
+differed by up to 1.48x in every read of the first runs (on PostgreSQL 15 copies made through
+shared buffers caused it; ``scratch_database`` now copies file by file), and by 0.94-1.24x
+either way since; with the untimed first pass, that last column held within 0.96-1.01x for
+every read in three runs on PostgreSQL 18 (benchmarks/README.md).
 ``--baseline`` may be head itself: both copies then stay at head, and the ratios, which
 should all be 1, show how far this machine moves them (an A/A run).
 """
