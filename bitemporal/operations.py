@@ -49,13 +49,18 @@ class Statement:
     statements whose instants are all finite. ``snapshot``: a read whose parts must come
     from one snapshot (:func:`whole` asks again with it); where the call owns the
     connection's transaction (an idle autocommit connection, or one a read borrowed from a
-    pool) the runner gives it a ``REPEATABLE READ`` transaction of its own."""
+    pool) the runner gives it a ``REPEATABLE READ`` transaction of its own.
+    ``unprepared``: the same statement (same parameters, same rows) to send instead on a
+    connection that never prepares (psycopg's ``prepare_threshold`` None, as behind a
+    pooler in transaction mode), for a statement whose planning costs more than running
+    it."""
 
     sql: Any  # str or a psycopg.sql.Composable
     params: Any = None
     dicts: bool = False
     binary: bool = False
     snapshot: bool = False
+    unprepared: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

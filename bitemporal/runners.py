@@ -164,6 +164,14 @@ def _binary(step: Step) -> bool:
     return isinstance(step, Statement) and step.binary
 
 
+def _sql(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Statement) -> Any:
+    """The statement's text for ``conn``: its ``unprepared`` form where the connection
+    never prepares."""
+    if step.unprepared is not None and conn.prepare_threshold is None:
+        return step.unprepared
+    return step.sql
+
+
 def _returns_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
     """Whether the statement returned a result set (maybe empty). ``cur.description`` says
     so too, but first builds a ``Column`` per column, which a short read pays for."""
@@ -229,7 +237,7 @@ def _fetch(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
                 for row in step.rows:
                     copy.write_row(row)
             return []
-        cur.execute(step.sql, step.params)
+        cur.execute(_sql(conn, step), step.params)
         return cur.fetchall() if _returns_rows(cur) else []
 
 
@@ -271,7 +279,7 @@ async def _fetch_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[A
                 for row in step.rows:
                     await copy.write_row(row)
             return []
-        await cur.execute(step.sql, step.params)
+        await cur.execute(_sql(conn, step), step.params)
         return await cur.fetchall() if _returns_rows(cur) else []
 
 

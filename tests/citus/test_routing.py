@@ -74,6 +74,7 @@ def test_the_store_is_distributed_by_entity_and_co_located(
     # which only a forced delegation reaches there (migration 0028).
     assert [(name.split("(")[0], forced) for name, _, forced in delegated] == [
         ("bitemporal.as_of", False),
+        ("bitemporal.as_of_planned", False),
         ("bitemporal.history", False),
         ("bitemporal.resolve", False),
         ("bitemporal.resolve_versions", False),
@@ -114,6 +115,23 @@ def test_single_key_reads_are_one_command_on_the_keys_worker(
         commands = remote.during(read)
         _single_worker(commands, conn, key)
         assert len(commands) == 1, commands
+
+
+def test_as_of_on_a_connection_that_never_prepares_is_one_command(
+    conn: psycopg.Connection[Any], key: Key
+) -> None:
+    """Where psycopg never prepares, the API's ``as_of`` asks ``as_of_planned``
+    (migration 0037), which ``distribute()`` delegates as it delegates ``as_of``."""
+    store = Store(conn)
+    store.facts.record(key, 1, source="s")
+    expected = store.facts.as_of(key)
+    conn.prepare_threshold = None
+    remote = RemoteCommands(conn)
+    versions: list[Any] = []
+    commands = remote.during(lambda: versions.extend(store.facts.as_of(key)))
+    _single_worker(commands, conn, key)
+    assert len(commands) == 1 and "as_of_planned(" in commands[0][0], commands
+    assert versions == expected
 
 
 def test_resolve_in_sql_is_one_command_on_the_keys_worker(

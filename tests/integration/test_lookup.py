@@ -11,6 +11,7 @@ writes in one transaction, explicit and default knowledge times), at the
 infinities, and while another transaction commits knowledge later than the
 reader's present. The branch rests on an invariant of the writes, checked too:
 no version's known period starts or ends after its key's last_known_at.
+bitemporal.as_of_planned (migration 0037), as_of from PL/pgSQL, answers alike.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ DEFINITION = """
        AND known_period @> coalesce(%s::timestamptz, now())
      ORDER BY version_id"""
 AS_OF = "SELECT version_id FROM bitemporal.as_of(%s, %s, %s::timestamptz, %s::timestamptz)"
+AS_OF_PLANNED = AS_OF.replace("bitemporal.as_of(", "bitemporal.as_of_planned(")
 # Versions whose knowledge starts or ends after their key's latest knowledge time.
 LATE = """
     SELECT count(*) FROM bitemporal.fact_version v
@@ -79,7 +81,9 @@ def assert_as_of_is_the_definition(conn: psycopg.Connection[Any], key: Key) -> i
     asked = 0
     for k in known:
         for v in valid:
-            assert ids(conn, AS_OF, key, v, k) == ids(conn, DEFINITION, key, v, k), (v, k)
+            expected = ids(conn, DEFINITION, key, v, k)
+            assert ids(conn, AS_OF, key, v, k) == expected, (v, k)
+            assert ids(conn, AS_OF_PLANNED, key, v, k) == expected, (v, k)
             asked += 1
     assert conn.execute(LATE, (key.entity, key.attribute)).fetchone() == (0,)
     return asked
@@ -141,6 +145,7 @@ def test_every_write_path_every_edge(store: Store, key: Key, connect: Connect) -
 def test_a_key_never_recorded(connect: Connect) -> None:
     conn = connect()
     assert ids(conn, AS_OF, Key("never", "recorded"), None, None) == []
+    assert ids(conn, AS_OF_PLANNED, Key("never", "recorded"), None, None) == []
 
 
 @pytest.mark.not_on_citus(

@@ -181,6 +181,7 @@ def test_reader_calls_every_read_function(login: Any, seeded: Key, store: Store)
         e, a = seeded.entity, seeded.attribute
         queries = [
             ("SELECT count(*) FROM bitemporal.as_of(%s, %s)", (e, a), 1),
+            ("SELECT count(*) FROM bitemporal.as_of_planned(%s, %s)", (e, a), 1),
             ("SELECT (bitemporal.resolve(%s, %s)).status::text", (e, a), "supported"),
             ("SELECT count(r.version) FROM bitemporal.resolve_versions(%s, %s) r", (e, a), 1),
             ("SELECT count(*) FROM bitemporal.history(%s, %s)", (e, a), 1),

@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 
 PSQL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "psql.md"
-MAX_FUNCTIONS = 55
+MAX_FUNCTIONS = 56
 
 
 def sql_api_section() -> str:
