@@ -25,10 +25,11 @@ Each decomposition is checked to return the versions ``as_of`` returns. The same
 each part's planning time: ``as_of`` is inlined into the query that calls it, so every
 query that is not a prepared statement's generic plan plans it again, and the goals'
 execution times leave that out. So, from Python, end to end, it times a primary-key
-lookup, ``as_of`` for current and past knowledge and ``resolve`` (PL/pgSQL, whose
-statements' plans the session keeps), each as a prepared statement (psycopg's
-``prepare=True``) and not (``prepare=False``, planned at every call, as through a pooler
-in transaction mode), and reads from ``pg_prepared_statements`` how many of the prepared
+lookup, ``as_of`` for current and past knowledge, ``resolve`` (PL/pgSQL, whose
+statements' plans the session keeps) and ``as_of_planned`` (``as_of`` from PL/pgSQL, which
+the API asks where psycopg never prepares; migration 0037), each as a prepared statement
+(psycopg's ``prepare=True``) and not (``prepare=False``, planned at every call, as through
+a pooler in transaction mode), and reads from ``pg_prepared_statements`` how many of the prepared
 runs had a generic plan.
 
 From Python, it also times ``history`` of the long key against the same number of rows
@@ -95,6 +96,8 @@ PARTS: dict[str, str] = {
 SAME_VERSIONS = ((CURRENT_SORTED, AS_OF_CURRENT), (PAST_ALONE, AS_OF_PAST))
 
 RESOLVE = "resolve, current knowledge"
+PLANNED_CURRENT = "as_of_planned, current knowledge"
+PLANNED_PAST = "as_of_planned, past knowledge"
 
 #: What the Python section runs, with the question's parameters it takes, in order:
 #: positional placeholders, so that the prepared statement's text on the server is known
@@ -108,6 +111,15 @@ FROM_PYTHON: dict[str, tuple[str, tuple[str, ...]]] = {
         ("entity", "valid_at", "known_at"),
     ),
     RESOLVE: ("SELECT * FROM bitemporal.resolve(%s, 'a', %s) py", ("entity", "valid_at")),
+    # What the API asks in place of as_of on a connection that never prepares (0037).
+    PLANNED_CURRENT: (
+        "SELECT * FROM bitemporal.as_of_planned(%s, 'a', %s) py",
+        ("entity", "valid_at"),
+    ),
+    PLANNED_PAST: (
+        "SELECT * FROM bitemporal.as_of_planned(%s, 'a', %s, %s) py",
+        ("entity", "valid_at", "known_at"),
+    ),
 }
 PREPARED = "prepared"
 NOT_PREPARED = "not prepared"
