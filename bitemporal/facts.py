@@ -233,7 +233,10 @@ class FactOperations:
     def as_of(
         self, key: Key, *, valid_at: Instant | None = None, known_at: Instant | None = None
     ) -> Steps[list[Version]]:
-        """The versions eligible at ``(valid_at, known_at)`` (default: now), by version id."""
+        """The versions eligible at ``(valid_at, known_at)`` (default: now), by version id.
+        On a connection that never prepares (psycopg's ``prepare_threshold`` None, as
+        behind a pooler in transaction mode) it asks ``bitemporal.as_of_planned``, the same
+        question with a plan the session keeps."""
         args = (
             key.entity,
             key.attribute,

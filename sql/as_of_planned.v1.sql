@@ -6,11 +6,12 @@
 -- generic plan, that is the fastest read. A statement that is not prepared
 -- (psql, or a client behind a pooler in transaction mode, which must not
 -- prepare) is planned at every call, and planning as_of's inlined body takes
--- several times its execution: from Python, on PostgreSQL 18, 0.79 ms a call
--- not prepared against 0.24 ms prepared. bitemporal.as_of_planned asks the same
--- question from a PL/pgSQL function, whose statement the session plans once
--- and keeps: 0.33 ms not prepared, 0.26 ms prepared (python -m benchmarks
--- anatomy). The Python API calls it on connections that never prepare.
+-- several times its execution: from Python, at 1M versions, 0.68 ms a call not
+-- prepared against 0.20 ms prepared on PostgreSQL 18 (0.98 against 0.37 on 15).
+-- bitemporal.as_of_planned asks the same question from a PL/pgSQL function,
+-- whose statement the session plans once and keeps: 0.27 ms not prepared, 0.22
+-- prepared (0.49 and 0.40 on 15; python -m benchmarks anatomy, 2026-12-06).
+-- The Python API calls it on connections that never prepare.
 --
 -- As resolve_versions and history: SECURITY DEFINER with search_path pinned,
 -- so any role that may use schema bitemporal reads through it; it returns what
