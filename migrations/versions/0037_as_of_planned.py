@@ -28,8 +28,8 @@ depends_on = None
 
 # Frozen: a later change to any of these objects is a new versioned file
 # loaded by a new migration, never an edit of this file.
-FUNCTION_FILE = "as_of_planned.v1.sql"
-LIST_FILE = "citus.v6.sql"
+FILES = ("as_of_planned.v1.sql", "citus.v6.sql")
+FUNCTION_FILE, LIST_FILE = FILES
 
 # As 0009 loaded its files: whatever the file's bodies name is bound to pg_catalog.
 PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
