@@ -28,7 +28,8 @@ PLANNED_CALLS = (
 
 
 def _history(store: Store, key: Key) -> list[datetime]:
-    """Three knowledge times of a key: a version, an interior change, a retraction."""
+    """Writes a history of ``key`` (two sources, an interior change, a retraction) at four
+    knowledge times; returns those and two more, before and between them."""
     store.facts.record(key, 50, source="policy", valid_from=T0, known_at=T0 - timedelta(days=30))
     store.facts.record(
         key,
