@@ -13,9 +13,11 @@
 -- prepared (0.49 and 0.40 on 15; python -m benchmarks anatomy, 2026-12-06).
 -- The Python API calls it on connections that never prepare.
 --
--- As resolve_versions and history: SECURITY DEFINER with search_path pinned,
--- so any role that may use schema bitemporal reads through it; it returns what
--- as_of returns, which such a role may read.
+-- SECURITY INVOKER, as as_of: the API picks this function or as_of by how
+-- the connection prepares, so both must need the same rights (SELECT on the
+-- tables: the reader and auditor roles), or a connection's settings would
+-- decide what a role may read. search_path pinned; as_of called by its
+-- qualified name.
 
 CREATE FUNCTION bitemporal.as_of_planned(
     entity    text,
@@ -24,7 +26,6 @@ CREATE FUNCTION bitemporal.as_of_planned(
     known_at  timestamptz DEFAULT NULL)
 RETURNS SETOF bitemporal.versions
 LANGUAGE plpgsql STABLE
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
@@ -37,4 +38,4 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION bitemporal.as_of_planned(text, text, timestamptz, timestamptz) IS
-    'bitemporal.as_of (same arguments, same versions, by version id) from a PL/pgSQL function, whose plan the session keeps: for statements that are not prepared (psql, a pooler in transaction mode), which plan as_of''s inlined body at every call. Inside a larger query or in a prepared statement, as_of itself is faster.';
+    'bitemporal.as_of (same arguments, same versions, by version id, the caller''s rights) from a PL/pgSQL function, whose plan the session keeps: for statements that are not prepared (psql, a pooler in transaction mode), which plan as_of''s inlined body at every call. Inside a larger query or in a prepared statement, as_of itself is faster.';

@@ -15,8 +15,15 @@ from typing import Any
 import psycopg
 import pytest
 
-from bitemporal import AsyncStore, Key, Store, Version
-from tests.helpers import Connect
+from bitemporal import (
+    AsyncStore,
+    BitemporalError,
+    Key,
+    NaiveDatetimeError,
+    Store,
+    Version,
+)
+from tests.helpers import CITUS, Connect, eraser_roles
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -62,6 +69,52 @@ def test_as_of_answers_alike_on_a_connection_that_never_prepares(
         expected = store.facts.as_of(key, valid_at=valid_at, known_at=known_at)
         assert plain.facts.as_of(key, valid_at=valid_at, known_at=known_at) == expected
     assert plain.facts.as_of(Key(key.entity, "never recorded")) == []
+    # Bad input is refused before anything is sent, as on any connection.
+    with pytest.raises(NaiveDatetimeError):
+        plain.facts.as_of(key, valid_at=datetime(2026, 1, 1))
+
+
+@pytest.mark.not_on_citus(
+    "Citus 13.2.2 crashes the coordinator's backend on a delegated call with a NULL "
+    "distribution argument (docs/citus.md, Known bugs)"
+)
+def test_a_null_key_names_no_key(connect: Connect) -> None:
+    """In SQL, as_of_planned with a NULL key returns nothing, as as_of does."""
+    conn = connect()
+    for function in ("as_of", "as_of_planned"):
+        row = conn.execute(f"SELECT count(*) FROM bitemporal.{function}(NULL, NULL)")
+        assert row.fetchone() == (0,)
+
+
+def _as_of_as(conn: psycopg.Connection[Any], key: Key) -> list[Version] | str:
+    """Facts.as_of on ``conn``, or the name of the error it raised."""
+    try:
+        return Store(conn).facts.as_of(key)
+    except BitemporalError as error:
+        return type(error).__name__
+    finally:
+        conn.close()
+
+
+def test_either_statement_needs_the_same_rights(
+    store: Store, key: Key, connect: Connect, database_url: str
+) -> None:
+    """as_of_planned keeps the caller's rights, as as_of does: how a connection prepares
+    never changes what its role may read."""
+    store.facts.record(key, 1, source="s")
+    expected = store.facts.as_of(key)
+    outcomes: dict[str, set[Any]] = {"reader": set(), "writer": set()}
+    with eraser_roles(database_url, "bt_unprepared") as roles:
+        for threshold in (5, None):
+            for kind, outcome in outcomes.items():
+                conn = connect(user=roles[kind])
+                conn.prepare_threshold = threshold
+                found = _as_of_as(conn, key)
+                outcome.add(found if isinstance(found, str) else tuple(found))
+    assert outcomes["reader"] == {tuple(expected)}
+    # The writer writes only through functions; reading is the reader's grant. On Citus
+    # as_of runs as the owner (docs/citus.md), and so, through it, as_of_planned.
+    assert outcomes["writer"] == ({tuple(expected)} if CITUS else {"PermissionDeniedError"})
 
 
 def _planned_calls(conn: psycopg.Connection[Any], key: Key) -> int:
