@@ -32,6 +32,12 @@ the API asks where psycopg never prepares; migration 0037), each as a prepared s
 a pooler in transaction mode), and reads from ``pg_prepared_statements`` how many of the prepared
 runs had a generic plan.
 
+Through the API, it times ``Facts.as_of`` (current and past knowledge) and
+``Facts.resolve`` beside the statement each sends, run on a bare psycopg cursor with the
+same (binary) result format on the same connection, and a primary-key lookup on one: the
+difference is what the API adds to a call (its checks, the runner, the library's loaders,
+building the result objects).
+
 From Python, it also times ``history`` of the long key against the same number of rows
 fetched by primary key, and counts the calls during which Python's cyclic collector made a
 full collection (the collector at its defaults), giving each kind of call its own median.
@@ -51,12 +57,14 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
 import psycopg
 
 from bitemporal import Key, Store, migrate
+from bitemporal import facts as bitemporal_facts
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
@@ -129,6 +137,19 @@ HISTORY = "history"
 WITHOUT_FULL = "history, calls without a full collection"
 WITH_FULL = "history, calls with a full collection"
 
+#: The API's reads and the statement each sends (bitemporal.facts), with the question's
+#: parameters it takes: the API's own cost is a call's time less its statement's, run on a
+#: bare psycopg cursor with the same result format (binary) on the same connection.
+API_BASELINE = "primary key, bare cursor"
+#: Its own alias: the Python section's prepared statements keep their own runs.
+API_BASELINE_QUERY = "SELECT value FROM bench_plain api WHERE id = %s"
+API_READS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "Facts.as_of, current knowledge": ("as_of", bitemporal_facts._AS_OF, ("valid_at",)),
+    "Facts.as_of, past knowledge": ("as_of", bitemporal_facts._AS_OF, ("valid_at", "known_at")),
+    "Facts.resolve, current knowledge": ("resolve", bitemporal_facts._RESOLVE, ("valid_at",)),
+}
+BARE = "its statement, bare cursor"
+
 
 def _version_ids(conn: psycopg.Connection[Any], query: str, params: dict[str, Any]) -> list[int]:
     return sorted(row[0] for row in conn.execute(query, params))
@@ -199,6 +220,39 @@ def python_round(
             timings[python_name(name, prepared)].append(
                 facts.client_ms(_fetch_all, conn, query, args, prepared)
             )
+    return timings
+
+
+def api_name(read: str, bare: bool) -> str:
+    return f"{read}, {BARE}" if bare else read
+
+
+def _bare_read(conn: psycopg.Connection[Any], query: str, args: tuple[Any, ...]) -> None:
+    with conn.cursor(binary=True) as cur:
+        cur.execute(query, args).fetchall()
+
+
+def api_round(
+    conn: psycopg.Connection[Any], asked: list[dict[str, Any]], rng: random.Random
+) -> dict[str, list[float]]:
+    """Each read of API_READS on every question through the API and as its statement on a
+    bare cursor, and the primary-key lookup on one, in a new order each time (psycopg's
+    default preparation for all: the API's own)."""
+    store = Store(conn)
+    runs = [API_BASELINE, *(api_name(read, bare) for read in API_READS for bare in (False, True))]
+    timings: dict[str, list[float]] = {run: [] for run in runs}
+    for params in asked:
+        key = Key(params["entity"], "a")
+        calls = {API_BASELINE: partial(_bare_read, conn, API_BASELINE_QUERY, (params["id"],))}
+        for read, (method, query, asks) in API_READS.items():
+            times = {name: params[name] for name in asks}
+            calls[read] = partial(getattr(store.facts, method), key, **times)
+            # The statement's parameters: the key, the times, then None (the defaults).
+            args = (key.entity, key.attribute, *times.values())
+            args += (None,) * (query.count("%s") - len(args))
+            calls[api_name(read, bare=True)] = partial(_bare_read, conn, query, args)
+        for run in rng.sample(runs, len(runs)):
+            timings[run].append(facts.client_ms(calls[run]))
     return timings
 
 
@@ -291,9 +345,11 @@ def measure(
         # Warms caches and plans (and psycopg prepares the prepared statements).
         lookup_round(conn, asked, rng)
         python_round(conn, asked, rng)
+        api_round(conn, asked, rng)
         lookups: list[dict[str, list[float]]] = []
         planning: list[dict[str, list[float]]] = []
         from_python: list[dict[str, list[float]]] = []
+        through_api: list[dict[str, list[float]]] = []
         histories: list[dict[str, list[float]]] = []
         differ = 0
         for _ in range(rounds):
@@ -302,6 +358,7 @@ def measure(
             planning.append(planned)
             differ += wrong
             from_python.append(python_round(conn, asked, rng))
+            through_api.append(api_round(conn, asked, rng))
             histories.append(history_round(conn, versions, timeline_samples, rng))
         return {
             "server_version": conn.info.server_version // 10000,
@@ -315,6 +372,7 @@ def measure(
             "lookups": lookups,
             "planning": planning,
             "from_python": from_python,
+            "through_api": through_api,
             "plans": plan_kinds(conn),
             "histories": histories,
         }
@@ -355,6 +413,18 @@ def _rows(rounds: list[dict[str, list[float]]], baseline: str) -> list[tuple[str
     return rows
 
 
+def api_cost(rounds: list[dict[str, list[float]]]) -> str:
+    """Each read's own cost in the API: its median less its statement's, in ms and as a
+    share of the primary-key lookup's median."""
+    merged = _merged(rounds)
+    base = statistics.median(merged[API_BASELINE])
+    lines = ""
+    for read in API_READS:
+        own = statistics.median(merged[read]) - statistics.median(merged[api_name(read, True)])
+        lines += f"  {read}: the API adds {own:.3f} ms, {own / base:.2f}x the baseline\n"
+    return "The API's own cost (a call's median less its statement's):\n" + lines
+
+
 def report(result: dict[str, Any]) -> str:
     head = (
         f"PostgreSQL {result['server_version']}, {result['versions']:,} versions "
@@ -373,6 +443,7 @@ def report(result: dict[str, Any]) -> str:
         for name, kinds in result["plans"].items()
     )
     histories = format_table(columns, _rows(result["histories"], HISTORY_BASELINE))
+    through_api = format_table(columns, _rows(result["through_api"], API_BASELINE))
     return (
         head
         + "\nAn as-of lookup and its parts, on the server (baseline: a primary-key lookup):\n"
@@ -384,6 +455,10 @@ def report(result: dict[str, Any]) -> str:
         + "\nFrom Python, end to end, prepared or not (baseline: a primary-key lookup,"
         " prepared):\n"
         + from_python
+        + "\nThrough the API and as its statement on a bare cursor, from Python, end to end"
+        " (baseline: a primary-key lookup on a bare cursor):\n"
+        + through_api
+        + api_cost(result["through_api"])
         + "\nPlans of the prepared statements' runs:\n"
         + plans
         + "\nA history from Python (baseline: as many rows by primary key, from Python):\n"

@@ -22,12 +22,14 @@ T = TypeVar("T")
 
 
 def builder(cls: type[T]) -> Callable[..., T]:
-    """A constructor of ``cls`` (a frozen dataclass with slots whose fields are all
-    ``__init__`` arguments, defaults as plain values) taking the same positional
-    arguments as its ``__init__``, without its ``__post_init__`` (see the module docstring)."""
+    """A constructor of ``cls`` (a frozen dataclass with slots, defaults as plain values,
+    no default factory) taking every field as a positional argument in the class's order:
+    those of its ``__init__``, and those its ``__post_init__`` computes (``init=False``),
+    which the caller computes instead, as ``__post_init__`` does not run (see the module
+    docstring)."""
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if not all(f.init and f.default_factory is dataclasses.MISSING for f in fields):
-        raise TypeError(f"{cls.__name__}: every field must be an __init__ argument, no factory")
+    if not all(f.default_factory is dataclasses.MISSING for f in fields):
+        raise TypeError(f"{cls.__name__}: no field may have a default factory")
     twin = dataclasses.make_dataclass(
         f"_{cls.__name__}Fields",
         [

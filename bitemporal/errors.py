@@ -10,8 +10,9 @@ trip, with the same classes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any, ClassVar
 
 import psycopg
@@ -558,19 +559,29 @@ def error_for(exc: psycopg.Error) -> BitemporalError:
     return cls.from_diagnostic(exc.diag)
 
 
-@contextmanager
-def translate() -> Iterator[None]:
+class _Translation(AbstractContextManager[None]):
+    """What :func:`translate` returns: a class, not a generator, as it wraps every call of
+    the API (a generator-based context manager costs a few microseconds more; issue 15)."""
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, psycopg.Error):
+            raise error_for(exc) from exc
+        if isinstance(exc, UnicodeEncodeError):
+            # Repositories check their strings first (check_text); this is the backstop.
+            raise InvalidInputError(
+                f"a string {text_problem(exc.object) or 'cannot be encoded as UTF-8'}"
+                if isinstance(exc.object, str)
+                else f"a string cannot be encoded: {exc}"
+            ) from exc
+
+
+_TRANSLATION = _Translation()
+
+
+def translate() -> AbstractContextManager[None]:
     """Re-raise every psycopg error as its :class:`BitemporalError` (see :func:`error_for`),
     and a string the driver could not encode as :class:`InvalidInputError`, each with
     the original as ``__cause__``."""
-    try:
-        yield
-    except psycopg.Error as exc:
-        raise error_for(exc) from exc
-    except UnicodeEncodeError as exc:
-        # Repositories check their strings first (check_text); this is the backstop.
-        raise InvalidInputError(
-            f"a string {text_problem(exc.object) or 'cannot be encoded as UTF-8'}"
-            if isinstance(exc.object, str)
-            else f"a string cannot be encoded: {exc}"
-        ) from exc
+    return _TRANSLATION

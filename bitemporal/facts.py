@@ -31,6 +31,7 @@ from .model import (
     check_key_part,
     check_reason,
     json_text,
+    sources_of,
 )
 from .operations import (
     AsyncRepository,
@@ -107,6 +108,7 @@ _RESOLVE = (
 # object.__setattr__ per field, which was most of the Python time of a long history.
 _new_version = builder(Version)
 _new_period = builder(Period)
+_new_answer = builder(Answer)
 
 
 def _version(key: Key, row: tuple[Any, ...]) -> Version:
@@ -276,16 +278,18 @@ class FactOperations:
             f"the versions of {key}",
         )
         status, value, values, asked_valid, asked_known, interpretation, present = rows[0][:7]
-        return Answer(
-            key=key,
-            status=Status(status),
-            value=value,
-            values=tuple(values),
-            versions=tuple(_version(key, r[8:]) for r in rows if r[8] is not None),
-            valid_at=asked_valid,
-            known_at=asked_known,
-            interpretation=Interpretation(interpretation),
-            now=present,
+        versions = tuple(_version(key, r[8:]) for r in rows if r[8] is not None)
+        return _new_answer(
+            key,
+            Status(status),
+            value,
+            tuple(values),
+            versions,
+            asked_valid,
+            asked_known,
+            Interpretation(interpretation),
+            present,
+            sources_of(versions),
         )
 
     @reads

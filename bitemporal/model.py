@@ -8,7 +8,7 @@ imports nothing of the package but errors, jsonvalues and periods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -217,7 +217,12 @@ class Answer:
     sources: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sources", tuple(sorted({v.source for v in self.versions})))
+        object.__setattr__(self, "sources", sources_of(self.versions))
+
+
+def sources_of(versions: Iterable[Version]) -> tuple[str, ...]:
+    """The distinct sources of ``versions``, sorted: :attr:`Answer.sources`."""
+    return tuple(sorted({v.source for v in versions}))
 
 
 def json_text(value: JSON) -> str:

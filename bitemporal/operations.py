@@ -22,6 +22,7 @@ import functools
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
+from types import MethodType
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from .errors import SerializationError
@@ -174,6 +175,16 @@ class operation(Generic[P, T]):
         self.build = build
         functools.update_wrapper(self, build)  # type: ignore[arg-type]
 
+        # Built once: an attribute lookup on a repository then only binds it (a bound
+        # method, as for any method), where a wrapper per lookup cost a few microseconds
+        # of every call (issue 15).
+        @functools.wraps(build)
+        def method(repository: Any, *args: Any, **kwargs: Any) -> Any:
+            steps = build(repository, *args, **kwargs)
+            return repository._runner.run(access, steps, start(steps))
+
+        self._method = method
+
     @overload
     def __get__(self, instance: None, owner: type[Any]) -> operation[P, T]: ...
     @overload
@@ -184,14 +195,7 @@ class operation(Generic[P, T]):
     def __get__(self, instance: Any, owner: type[Any]) -> Any:
         if instance is None:
             return self
-        runner = instance._runner
-
-        @functools.wraps(self.build)
-        def method(*args: Any, **kwargs: Any) -> Any:
-            steps = self.build(instance, *args, **kwargs)
-            return runner.run(self.access, steps, start(steps))
-
-        return method
+        return MethodType(self._method, instance)
 
 
 def reads(build: Callable[Concatenate[Any, P], Steps[T]]) -> operation[P, T]:

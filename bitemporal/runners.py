@@ -74,8 +74,10 @@ def plan(
 ) -> tuple[bool, bool]:
     """``(begin, atomic)`` for a call: whether to open the caller's implicit transaction
     first, and whether to run inside ``connection.transaction()`` (module docstring)."""
+    if access is Access.READ:
+        return False, False
     idle = conn.info.transaction_status == TransactionStatus.IDLE
-    if access is Access.READ or (access is Access.WRITE and conn.autocommit and idle):
+    if access is Access.WRITE and conn.autocommit and idle:
         return False, False
     return (not conn.autocommit and idle), True
 
@@ -299,12 +301,10 @@ class Runner:
         """Whether calls borrow connections from a pool (:class:`SyncRunning`)."""
         return self._pool
 
-    @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """The connection for a call: the transaction's, else one borrowed (or the only one)."""
         pinned = self._pinned.get()
-        with nullcontext(pinned) if pinned is not None else self._lease() as conn:
-            yield conn
+        return nullcontext(pinned) if pinned is not None else self._lease()
 
     @contextmanager
     def block(self, access: Access) -> Iterator[psycopg.Connection[Any]]:
@@ -345,12 +345,10 @@ class AsyncRunner:
         )
         self._pool = isinstance(source, psycopg_pool.AsyncConnectionPool)
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    def connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
         """The connection for a call: the transaction's, else one borrowed (or the only one)."""
         pinned = self._pinned.get()
-        async with nullcontext(pinned) if pinned is not None else self._lease() as conn:
-            yield conn
+        return nullcontext(pinned) if pinned is not None else self._lease()
 
     @asynccontextmanager
     async def block(self, access: Access) -> AsyncIterator[psycopg.AsyncConnection[Any]]:

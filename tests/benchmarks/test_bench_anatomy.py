@@ -1,7 +1,7 @@
 """`python -m benchmarks anatomy`, tiny: every part timed and its planning too in every round,
 each decomposition returning the versions as_of returns, every statement from Python timed
-prepared and not, with its prepared runs' plans counted, every history call filed by the
-collector's work."""
+prepared and not, with its prepared runs' plans counted, every read of the API beside its
+statement on a bare cursor, every history call filed by the collector's work."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ def test_parts_answer_as_as_of_does_and_are_reported(
         assert part in out
     for statement in anatomy.FROM_PYTHON:
         assert f"{statement}, prepared " in out and f"{statement}, not prepared " in out
+    for read in anatomy.API_READS:
+        assert f"{read}, {anatomy.BARE} " in out and f"  {read}: the API adds " in out
 
 
 def test_every_round_times_every_part_and_files_every_history_call(server_url: str) -> None:
@@ -68,6 +70,12 @@ def test_every_round_times_every_part_and_files_every_history_call(server_url: s
     }
     for timings in result["from_python"]:
         assert set(timings) == ways
+        assert all(len(ms) == 6 and min(ms) > 0 for ms in timings.values())
+    through_api = {anatomy.API_BASELINE} | {
+        anatomy.api_name(read, bare) for read in anatomy.API_READS for bare in (False, True)
+    }
+    for timings in result["through_api"]:
+        assert set(timings) == through_api
         assert all(len(ms) == 6 and min(ms) > 0 for ms in timings.values())
     # Each prepared statement ran once a question in the warm-up round and in each round,
     # with a custom plan at least for its first five runs (PostgreSQL's rule).
