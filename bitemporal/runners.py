@@ -85,9 +85,27 @@ def plan(
 #: Opens the caller's implicit transaction (see :func:`plan`).
 BEGIN_IMPLICIT = "SELECT 1"
 
+#: What a call that need not be atomic runs in: nothing (shared: it holds no state).
+_NOT_ATOMIC = nullcontext()
 
-def _rows(step: Step) -> RowFactory[Any]:
-    return dict_row if isinstance(step, Statement) and step.dicts else tuple_row
+
+def _scope(access: Access, conn: psycopg.Connection[Any]) -> AbstractContextManager[Any]:
+    """What a call's statements run in on ``conn`` (:func:`plan`): ``conn.transaction()``,
+    the caller's implicit transaction opened first where it must be, or nothing."""
+    begin, atomic = plan(access, conn)
+    if begin:
+        conn.execute(BEGIN_IMPLICIT)
+    return conn.transaction() if atomic else _NOT_ATOMIC
+
+
+async def _async_scope(
+    access: Access, conn: psycopg.AsyncConnection[Any]
+) -> AbstractAsyncContextManager[Any]:
+    """:func:`_scope` for the async API."""
+    begin, atomic = plan(access, conn)
+    if begin:
+        await conn.execute(BEGIN_IMPLICIT)
+    return conn.transaction() if atomic else _NOT_ATOMIC
 
 
 @contextmanager
@@ -123,7 +141,8 @@ async def _async_driver(
 
 def _leaser(source: Connectable) -> Callable[[], AbstractContextManager[psycopg.Connection[Any]]]:
     if isinstance(source, psycopg.Connection):
-        return lambda: nullcontext(source)
+        held = nullcontext(source)
+        return lambda: held
     if isinstance(source, psycopg_pool.ConnectionPool):
         return source.connection
     if isinstance(source, sqlalchemy.orm.Session):
@@ -141,7 +160,8 @@ def _async_leaser(
     source: AsyncConnectable,
 ) -> Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]]:
     if isinstance(source, psycopg.AsyncConnection):
-        return lambda: nullcontext(source)
+        held = nullcontext(source)
+        return lambda: held
     if isinstance(source, psycopg_pool.AsyncConnectionPool):
         return source.connection
 
@@ -162,8 +182,8 @@ def _async_leaser(
     )
 
 
-def _binary(step: Step) -> bool:
-    return isinstance(step, Statement) and step.binary
+def _row_factory(step: Statement) -> RowFactory[Any]:
+    return dict_row if step.dicts else tuple_row
 
 
 def _sql(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Statement) -> Any:
@@ -233,12 +253,12 @@ def _in_own_snapshot(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
 
 
 def _fetch(conn: psycopg.Connection[Any], step: Step) -> list[Any]:
-    with cursor(conn, _rows(step), binary=_binary(step)) as cur:
-        if isinstance(step, Copy):
-            with cur.copy(step.sql) as copy:
-                for row in step.rows:
-                    copy.write_row(row)
-            return []
+    if isinstance(step, Copy):
+        with cursor(conn) as cur, cur.copy(step.sql) as copy:
+            for row in step.rows:
+                copy.write_row(row)
+        return []
+    with cursor(conn, _row_factory(step), binary=step.binary) as cur:
         cur.execute(_sql(conn, step), step.params)
         return cur.fetchall() if _returns_rows(cur) else []
 
@@ -275,12 +295,12 @@ async def _in_own_snapshot_async(conn: psycopg.AsyncConnection[Any], step: Step)
 
 
 async def _fetch_async(conn: psycopg.AsyncConnection[Any], step: Step) -> list[Any]:
-    async with async_cursor(conn, _rows(step), binary=_binary(step)) as cur:
-        if isinstance(step, Copy):
-            async with cur.copy(step.sql) as copy:
-                for row in step.rows:
-                    await copy.write_row(row)
-            return []
+    if isinstance(step, Copy):
+        async with async_cursor(conn) as cur, cur.copy(step.sql) as copy:
+            for row in step.rows:
+                await copy.write_row(row)
+        return []
+    async with async_cursor(conn, _row_factory(step), binary=step.binary) as cur:
         await cur.execute(_sql(conn, step), step.params)
         return await cur.fetchall() if _returns_rows(cur) else []
 
@@ -307,19 +327,14 @@ class Runner:
         return nullcontext(pinned) if pinned is not None else self._lease()
 
     @contextmanager
-    def block(self, access: Access) -> Iterator[psycopg.Connection[Any]]:
-        """A connection prepared for ``access``, errors translated (module docstring)."""
-        with errors.translate(), self.connection() as conn:
-            begin, atomic = plan(access, conn)
-            if begin:
-                conn.execute(BEGIN_IMPLICIT)
-            with conn.transaction() if atomic else nullcontext():
-                yield conn
-
-    @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """One transaction (a savepoint if one is open) for every call in the block."""
-        with self.block(Access.TRANSACTION) as conn, _pinned_to(self._pinned, conn, self._pool):
+        with (
+            errors.translate(),
+            self.connection() as conn,
+            _scope(Access.TRANSACTION, conn),
+            _pinned_to(self._pinned, conn, self._pool),
+        ):
             yield conn
 
     def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T:
@@ -327,7 +342,8 @@ class Runner:
         if isinstance(first, Done):
             return first.value
         borrowed = _borrows(access, self._pool, self._pinned)
-        with self.block(access) as conn:
+        # Errors translated, on the call's connection, in its scope (module docstring).
+        with errors.translate(), self.connection() as conn, _scope(access, conn):
             step: Step | Done[T] = first
             while not isinstance(step, Done):
                 step = advance(steps, _execute(conn, step, borrowed))
@@ -351,30 +367,24 @@ class AsyncRunner:
         return nullcontext(pinned) if pinned is not None else self._lease()
 
     @asynccontextmanager
-    async def block(self, access: Access) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A connection prepared for ``access``, errors translated (module docstring)."""
-        with errors.translate():
-            async with self.connection() as conn:
-                begin, atomic = plan(access, conn)
-                if begin:
-                    await conn.execute(BEGIN_IMPLICIT)
-                async with conn.transaction() if atomic else nullcontext():
-                    yield conn
-
-    @asynccontextmanager
     async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """One transaction (a savepoint if one is open) for every call in the block."""
-        async with self.block(Access.TRANSACTION) as conn:
-            with _pinned_to(self._pinned, conn, self._pool):
-                yield conn
+        with errors.translate():
+            async with (
+                self.connection() as conn,
+                await _async_scope(Access.TRANSACTION, conn),
+            ):
+                with _pinned_to(self._pinned, conn, self._pool):
+                    yield conn
 
     async def run(self, access: Access, steps: Steps[T], first: Step | Done[T]) -> T:
         """Execute an operation (see :mod:`bitemporal.operations`)."""
         if isinstance(first, Done):
             return first.value
         borrowed = _borrows(access, self._pool, self._pinned)
-        async with self.block(access) as conn:
-            step: Step | Done[T] = first
-            while not isinstance(step, Done):
-                step = advance(steps, await _execute_async(conn, step, borrowed))
-            return step.value
+        with errors.translate():
+            async with self.connection() as conn, await _async_scope(access, conn):
+                step: Step | Done[T] = first
+                while not isinstance(step, Done):
+                    step = advance(steps, await _execute_async(conn, step, borrowed))
+                return step.value
