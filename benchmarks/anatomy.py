@@ -63,10 +63,10 @@ from typing import Any, Self
 
 import psycopg
 
-from bitemporal import Key, Store, migrate
-from bitemporal import facts as bitemporal_facts
+from bitemporal import Facts, Key, Store, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
+from bitemporal.operations import Statement, start
 
 from . import facts
 
@@ -137,16 +137,16 @@ HISTORY = "history"
 WITHOUT_FULL = "history, calls without a full collection"
 WITH_FULL = "history, calls with a full collection"
 
-#: The API's reads and the statement each sends (bitemporal.facts), with the question's
-#: parameters it takes: the API's own cost is a call's time less its statement's, run on a
-#: bare psycopg cursor with the same result format (binary) on the same connection.
+#: The API's reads, each with the question's times it passes: the API's own cost is a call's
+#: time less that of the statement it sends (its first step, taken from the operation
+#: itself), run on a bare psycopg cursor with the same result format on the same connection.
 API_BASELINE = "primary key, bare cursor"
 #: Its own alias: the Python section's prepared statements keep their own runs.
 API_BASELINE_QUERY = "SELECT value FROM bench_plain api WHERE id = %s"
-API_READS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "Facts.as_of, current knowledge": ("as_of", bitemporal_facts._AS_OF, ("valid_at",)),
-    "Facts.as_of, past knowledge": ("as_of", bitemporal_facts._AS_OF, ("valid_at", "known_at")),
-    "Facts.resolve, current knowledge": ("resolve", bitemporal_facts._RESOLVE, ("valid_at",)),
+API_READS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Facts.as_of, current knowledge": ("as_of", ("valid_at",)),
+    "Facts.as_of, past knowledge": ("as_of", ("valid_at", "known_at")),
+    "Facts.resolve, current knowledge": ("resolve", ("valid_at",)),
 }
 BARE = "its statement, bare cursor"
 
@@ -227,9 +227,18 @@ def api_name(read: str, bare: bool) -> str:
     return f"{read}, {BARE}" if bare else read
 
 
-def _bare_read(conn: psycopg.Connection[Any], query: str, args: tuple[Any, ...]) -> None:
-    with conn.cursor(binary=True) as cur:
-        cur.execute(query, args).fetchall()
+def _bare_read(conn: psycopg.Connection[Any], statement: Statement) -> None:
+    """``statement`` on a bare psycopg cursor: psycopg's own loaders, the same format."""
+    with conn.cursor(binary=statement.binary) as cur:
+        cur.execute(statement.sql, statement.params).fetchall()
+
+
+def _statement(method: str, store: Store, key: Key, times: dict[str, Any]) -> Statement:
+    """The statement ``store.facts.<method>(key, **times)`` sends first (these reads send
+    one), taken from the operation itself."""
+    step = start(getattr(Facts, method).build(store.facts, key, **times))
+    assert isinstance(step, Statement)
+    return step
 
 
 def api_round(
@@ -243,14 +252,13 @@ def api_round(
     timings: dict[str, list[float]] = {run: [] for run in runs}
     for params in asked:
         key = Key(params["entity"], "a")
-        calls = {API_BASELINE: partial(_bare_read, conn, API_BASELINE_QUERY, (params["id"],))}
-        for read, (method, query, asks) in API_READS.items():
+        baseline = Statement(API_BASELINE_QUERY, (params["id"],), binary=True)
+        calls = {API_BASELINE: partial(_bare_read, conn, baseline)}
+        for read, (method, asks) in API_READS.items():
             times = {name: params[name] for name in asks}
             calls[read] = partial(getattr(store.facts, method), key, **times)
-            # The statement's parameters: the key, the times, then None (the defaults).
-            args = (key.entity, key.attribute, *times.values())
-            args += (None,) * (query.count("%s") - len(args))
-            calls[api_name(read, bare=True)] = partial(_bare_read, conn, query, args)
+            bare = _statement(method, store, key, times)
+            calls[api_name(read, bare=True)] = partial(_bare_read, conn, bare)
         for run in rng.sample(runs, len(runs)):
             timings[run].append(facts.client_ms(calls[run]))
     return timings
