@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bitemporal import Answer, Interpretation, Key, Period, Status, Version
-from bitemporal.builders import builder
+from bitemporal.builders import builder, twin
 from bitemporal.errors import InvalidPeriodError
+from bitemporal.facts import _version
 from bitemporal.model import sources_of
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -59,6 +60,36 @@ def test_a_field_post_init_computes_is_given() -> None:
     assert built.sources == made.sources == ("a", "b")
 
 
+def test_a_filled_twin_is_the_constructed_value() -> None:
+    blank = object.__new__(twin(Period))
+    with pytest.raises(AttributeError):
+        blank.start  # noqa: B018 (no field is set, not even a default)
+    blank.start, blank.end = START, None
+    blank.__class__ = Period
+    assert type(blank) is Period and blank == Period(START, None)
+    assert hash(blank) == hash(Period(START, None)) and repr(blank) == repr(Period(START, None))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        blank.end = END  # type: ignore[misc]
+
+
+def test_a_version_read_from_a_row_is_the_constructed_one() -> None:
+    # The columns of as_of and resolve (nine), then history's (thirteen); the value comes
+    # as its JSON text, an erased one as None, and an end from 9999-12-30 on is open.
+    late = datetime(9999, 12, 30, tzinfo=UTC)
+    read = _version(Key("e", "a"), (7, "s", '{"n": 1.5}', START, late, START, END, "me", 3))
+    assert read == Version(
+        7, Key("e", "a"), "s", {"n": 1.5}, Period(START, None), Period(START, END), "me", 3
+    )
+    assert type(read) is Version and type(read.valid_period) is Period
+    times = (START, END, END, 9)
+    read = _version(Key("e", "a"), (7, "s", None, None, END, START, None, None, None, *times))
+    made = Version(7, Key("e", "a"), "s", None, Period(None, END), Period(START, None))
+    assert read == dataclasses.replace(
+        made, recorded_at=START, closed_at=END, erased_at=END, erasure_id=9
+    )
+    assert read.erased and repr(read) == repr(dataclasses.replace(read))
+
+
 def test_only_for_slotted_dataclasses_without_factories() -> None:
     @dataclasses.dataclass(frozen=True)
     class NoSlots:
@@ -71,3 +102,5 @@ def test_only_for_slotted_dataclasses_without_factories() -> None:
     for cls in (NoSlots, Factory):
         with pytest.raises(TypeError):
             builder(cls)
+        with pytest.raises(TypeError):
+            twin(cls)
