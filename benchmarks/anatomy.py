@@ -36,7 +36,8 @@ Through the API, it times ``Facts.as_of`` (current and past knowledge) and
 ``Facts.resolve`` beside the statement each sends, run on a bare psycopg cursor with the
 same (binary) result format on the same connection, and a primary-key lookup on one: the
 difference is what the API adds to a call (its checks, the runner, the library's loaders,
-building the result objects).
+building the result objects, parsing the versions' values, which the statement returns as
+JSON text).
 
 From Python, it also times ``history`` of the long key against the same number of rows
 fetched by primary key, and counts the calls during which Python's cyclic collector made a
