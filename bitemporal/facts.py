@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from . import answers, changes, record_many
@@ -92,10 +93,15 @@ _AS_OF = f"SELECT {_VERSION_BOUNDS('v')} FROM bitemporal.as_of(%s, %s, %s, %s) v
 # several times running it; as_of_planned is a PL/pgSQL function whose plan the session
 # keeps (migration 0037).
 _AS_OF_PLANNED = f"SELECT {_VERSION_BOUNDS('v')} FROM bitemporal.as_of_planned(%s, %s, %s, %s) v"
+# bitemporal.history returns its versions by version id already, but a query's order is
+# only what its ORDER BY says. Sorting the rows in Python keeps that promise for 0.1 ms a
+# history of 10,000 versions (timsort finds the run); an ORDER BY here sorted them again
+# on the server, for about 3 ms of 18.
 _HISTORY = (
     f"SELECT {_VERSION_BOUNDS('h')}, h.recorded_at, h.closed_at, h.erased_at, h.erasure_id "
-    "FROM bitemporal.history(%s, %s) h ORDER BY h.version_id"
+    "FROM bitemporal.history(%s, %s) h"
 )
+_by_version_id = itemgetter(0)
 _RESOLVE = (
     "SELECT (r.answer).status::text, (r.answer).value, (r.answer).values, "
     "(r.answer).valid_at, (r.answer).known_at, (r.answer).interpretation::text, "
@@ -321,7 +327,7 @@ class FactOperations:
         erasure. Any role that may read (the function gives what the reader role may not
         read from the table)."""
         rows = yield Statement(_HISTORY, (key.entity, key.attribute), binary=True)
-        return [_version(key, row) for row in rows]
+        return [_version(key, row) for row in sorted(rows, key=_by_version_id)]
 
     @writes
     def erase(self, key: Key, *, reason: str) -> Steps[Erasure | None]:
