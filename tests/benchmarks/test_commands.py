@@ -197,4 +197,30 @@ def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:
         "current table, closed by btree",
         "current table, integer key",
         "current table, integer series",
+        "store layout (0034)",
+        "store layout, GiST of closed versions",
     } <= rows
+
+
+def test_designs_measures_the_designs_named_the_first_as_baseline(server_url: str) -> None:
+    closed, store = "store layout, GiST of closed versions", "store layout (0034)"
+    result = benchmarks(
+        "designs",
+        "--url",
+        server_url,
+        *("--design", closed, "--design", store),
+        *("--keys", "10", "--changes", "3", "--rounds", "1", "--samples", "5"),
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"write rows/s (of {closed})" in result.stdout
+    measured = [line.split("  ")[0] for line in lines if line.startswith(("store", "text"))]
+    assert measured == [closed, store]
+    assert "questions answered differently by the designs: 0" in result.stdout
+
+
+def test_designs_refuses_a_design_it_does_not_know() -> None:
+    result = benchmarks("designs", "--design", "no such design")
+    assert result.returncode == 2
+    assert "invalid choice: 'no such design'" in result.stderr
+    assert "Traceback" not in result.stderr
