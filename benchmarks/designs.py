@@ -415,7 +415,7 @@ def _written(index: int) -> str:
 
 def _finding(design: Design, condition: str) -> str:
     """How the branch of ``condition`` finds the key's versions."""
-    if condition is _CURRENT and design.current_where is not None:
+    if condition == _CURRENT and design.current_where is not None:
         return design.current_where
     return design.where
 
