@@ -5,8 +5,8 @@ Revises: 0037
 Create Date: 2026-12-06
 
 ``resolve_rules.v3.sql``: ``bitemporal_internal.answer_rules`` evaluates the range checks of
-the question's times (``bitemporal_internal.check_instant``) in one PL/pgSQL expression
-instead of a ``PERFORM`` each, which ran as a query. Answers, errors and their order are
+the question's times (``bitemporal_internal.check_instant``) as PL/pgSQL expressions, an
+assignment each, instead of a ``PERFORM`` each, which ran as a query. Answers, errors and their order are
 unchanged. The downgrade restores ``answer_rules`` as ``resolve_rules.v2.sql`` defines it.
 
 On a store distributed by Citus ``answer_rules`` is a distributed function (the workers'

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.not_on_citus(
 )
 
 TOO_EARLY = datetime(1, 1, 1, 12, tzinfo=UTC)
-# (valid_at, known_at, present): each time out of range alone, and both at once.
+# (valid_at, known_at, present): each time out of range alone, both at once, and both
+# defaulting to a present out of range.
 OUT_OF_RANGE = (
     (TOO_EARLY, START, None),
     (START, TOO_EARLY, None),
