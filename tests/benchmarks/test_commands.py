@@ -199,6 +199,8 @@ def test_designs_runs_end_to_end_from_the_command(server_url: str) -> None:
         "current table, integer series",
         "store layout (0034)",
         "store layout, GiST of closed versions",
+        "store layout, entity in the periods' GiST only",
+        "store layout, no entity in GiST",
     } <= rows
 
 
