@@ -2,11 +2,12 @@
 
     python -m benchmarks anatomy [--url URL] [--keys N] [--changes N] [--samples N]
                                  [--rounds N] [--timeline-versions N]
-                                 [--timeline-samples N] [--json FILE]
+                                 [--timeline-samples N] [--writes N] [--json FILE]
 
 Issue 15 asks for an as-of lookup within 1.5x (current knowledge) and 2.5x (an earlier
 knowledge time) of a primary-key lookup, and for a history from Python within 2x of
-fetching as many rows by primary key. This suite says which part of each misses. In a
+fetching as many rows by primary key, and one change within 3x of a primary-key
+``UPDATE``. This suite says which part of each misses. In a
 scratch store filled as ``python -m benchmarks facts`` fills one (``--keys`` keys of
 ``2 * --changes - 1`` versions, a key of about ``--timeline-versions``, a plain table of as
 many rows with a ``bigint`` primary key), it times on the server (``EXPLAIN ANALYZE``'s
@@ -39,6 +40,17 @@ difference is what the API adds to a call (its checks, the runner, the library's
 building the result objects, parsing the versions' values, which the statement returns as
 JSON text).
 
+For writes, it times one change of a key (``Facts.record`` from the day after the key's
+last change, which closes the key's open version and re-records its remainder, as
+``python -m benchmarks facts`` changes one), each its own transaction, against a
+primary-key ``UPDATE`` of the plain table: through the API, as its statement on a bare
+cursor, and on the server (planning and execution, without the commit), and the API's call
+and the ``UPDATE`` again with ``synchronous_commit`` off, which leaves out the wait for the
+commit's WAL flush. What remains of a change's time once the API's own cost and the
+server's execution are taken away is the commit and the round trip; the commit runs the
+version table's deferred trigger (``fact_version_notify_closed``, whose ``NOTIFY`` is sent
+then), which ``EXPLAIN ANALYZE`` does not time.
+
 From Python, it also times ``history`` of the long key against the same number of rows
 fetched by primary key, and counts the calls during which Python's cyclic collector made a
 full collection (the collector at its defaults), giving each kind of call its own median.
@@ -51,12 +63,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -265,6 +278,100 @@ def api_round(
     return timings
 
 
+CHANGE_BASELINE = "primary key UPDATE"
+CHANGE = "Facts.record, one change"
+CHANGE_BARE = f"{CHANGE}, {BARE}"
+CHANGE_SERVER = f"{CHANGE}, its statement on the server"
+CHANGE_BASELINE_SERVER = f"{CHANGE_BASELINE} on the server"
+#: The end-to-end runs again without waiting for the commit's WAL flush.
+NO_FLUSH = "synchronous_commit off"
+CHANGE_RUNS = (
+    CHANGE_BASELINE,
+    CHANGE,
+    CHANGE_BARE,
+    CHANGE_SERVER,
+    CHANGE_BASELINE_SERVER,
+    f"{CHANGE_BASELINE}, {NO_FLUSH}",
+    f"{CHANGE}, {NO_FLUSH}",
+)
+_UPDATE = "UPDATE bench_plain SET value = %s WHERE id = %s"
+
+
+def _server_ms(conn: psycopg.Connection[Any], query: str, params: Any) -> float:
+    """A statement's planning and execution on the server (``EXPLAIN ANALYZE`` runs it)."""
+    return sum(facts.server_times(conn, query, params))
+
+
+def _without_flush(conn: psycopg.Connection[Any], call: partial[Any]) -> float:
+    conn.execute("SET synchronous_commit = off")
+    try:
+        return facts.client_ms(call)
+    finally:
+        conn.execute("RESET synchronous_commit")
+
+
+def change_round(
+    conn: psycopg.Connection[Any],
+    keys: int,
+    changes: int,
+    versions: int,
+    writes: int,
+    moments: itertools.count[int],
+    rng: random.Random,
+) -> dict[str, list[float]]:
+    """``writes`` changes of random keys timed each way of CHANGE_RUNS, the ways in a new
+    order each time. Each change is from the day after the key's last change and a second
+    later than any change before, with a value no change had, so that it closes the key's
+    open version and re-records its remainder; each is its own transaction (``conn`` is in
+    autocommit)."""
+    store = Store(conn)
+    timings: dict[str, list[float]] = {run: [] for run in CHANGE_RUNS}
+    for _ in range(writes):
+        for run in rng.sample(CHANGE_RUNS, len(CHANGE_RUNS)):
+            key = Key(f"e{rng.randrange(1, keys + 1)}", "a")
+            # A start and a value no change had before: never a no-op.
+            n = next(moments)
+            valid_from = facts.EPOCH + timedelta(days=changes + 1, seconds=n)
+            step = start(
+                Facts.record.build(store.facts, key, -n, source="s", valid_from=valid_from)
+            )
+            assert isinstance(step, Statement)
+            record = partial(store.facts.record, key, -n, source="s", valid_from=valid_from)
+            row = (str(-n), rng.randrange(1, versions + 1))
+            update = partial(conn.execute, _UPDATE, row)
+            ways: dict[str, Callable[[], float]] = {
+                CHANGE_BASELINE: partial(facts.client_ms, update),
+                CHANGE: partial(facts.client_ms, record),
+                CHANGE_BARE: partial(facts.client_ms, _bare_read, conn, step),
+                CHANGE_SERVER: partial(_server_ms, conn, step.sql, step.params),
+                CHANGE_BASELINE_SERVER: partial(_server_ms, conn, _UPDATE, row),
+                f"{CHANGE_BASELINE}, {NO_FLUSH}": partial(_without_flush, conn, update),
+                f"{CHANGE}, {NO_FLUSH}": partial(_without_flush, conn, record),
+            }
+            timings[run].append(ways[run]())
+    return timings
+
+
+def change_parts(rounds: list[dict[str, list[float]]]) -> str:
+    """A change's time taken apart: the API's own cost, the server's execution, and what
+    remains (the commit and the round trip), with and without the commit's flush."""
+    median = {name: statistics.median(ms) for name, ms in _merged(rounds).items()}
+    api = median[CHANGE] - median[CHANGE_BARE]
+    rest = median[CHANGE_BARE] - median[CHANGE_SERVER]
+    flush = median[CHANGE] - median[f"{CHANGE}, {NO_FLUSH}"]
+    base_flush = median[CHANGE_BASELINE] - median[f"{CHANGE_BASELINE}, {NO_FLUSH}"]
+    return (
+        "A change's time taken apart (medians):\n"
+        f"  the API adds {api:.3f} ms to its statement\n"
+        f"  the statement runs {median[CHANGE_SERVER]:.3f} ms on the server, the UPDATE "
+        f"{median[CHANGE_BASELINE_SERVER]:.3f} ms (whose whole call takes "
+        f"{median[CHANGE_BASELINE]:.3f} ms)\n"
+        f"  the commit (with the deferred NOTIFY trigger) and the round trip take the remaining "
+        f"{rest:.3f} ms, of which waiting for the WAL flush {flush:.3f} ms (the UPDATE's "
+        f"{base_flush:.3f} ms)\n"
+    )
+
+
 def server_text(query: str) -> str:
     """A query's text as psycopg prepares it on the server: each %s as $1, $2, ..."""
     parts = query.split("%s")
@@ -343,9 +450,11 @@ def measure(
     timeline_versions: int,
     timeline_samples: int,
     seed: int = 1,
+    writes: int = 100,
 ) -> dict[str, Any]:
     """Everything, in the (scratch, migrated) database ``url``."""
     rng = random.Random(seed)
+    moments = itertools.count()
     with psycopg.connect(url, autocommit=True) as conn:
         loaded = facts.fill(conn, keys, changes, timeline_versions)
         versions = loaded["versions"]
@@ -355,11 +464,13 @@ def measure(
         lookup_round(conn, asked, rng)
         python_round(conn, asked, rng)
         api_round(conn, asked, rng)
+        change_round(conn, keys, changes, versions, max(writes // 5, 1), moments, rng)
         lookups: list[dict[str, list[float]]] = []
         planning: list[dict[str, list[float]]] = []
         from_python: list[dict[str, list[float]]] = []
         through_api: list[dict[str, list[float]]] = []
         histories: list[dict[str, list[float]]] = []
+        writing: list[dict[str, list[float]]] = []
         differ = 0
         for _ in range(rounds):
             timings, planned, wrong = lookup_round(conn, asked, rng)
@@ -369,6 +480,7 @@ def measure(
             from_python.append(python_round(conn, asked, rng))
             through_api.append(api_round(conn, asked, rng))
             histories.append(history_round(conn, versions, timeline_samples, rng))
+            writing.append(change_round(conn, keys, changes, versions, writes, moments, rng))
         return {
             "server_version": conn.info.server_version // 10000,
             "versions": versions,
@@ -384,6 +496,8 @@ def measure(
             "through_api": through_api,
             "plans": plan_kinds(conn),
             "histories": histories,
+            "writes": writes,
+            "changes_timed": writing,
         }
 
 
@@ -453,6 +567,7 @@ def report(result: dict[str, Any]) -> str:
     )
     histories = format_table(columns, _rows(result["histories"], HISTORY_BASELINE))
     through_api = format_table(columns, _rows(result["through_api"], API_BASELINE))
+    writing = format_table(columns, _rows(result["changes_timed"], CHANGE_BASELINE))
     return (
         head
         + "\nAn as-of lookup and its parts, on the server (baseline: a primary-key lookup):\n"
@@ -472,6 +587,8 @@ def report(result: dict[str, Any]) -> str:
         + plans
         + "\nA history from Python (baseline: as many rows by primary key, from Python):\n"
         + histories
+        + "\nOne change from Python, each its own transaction (baseline: a primary-key UPDATE,"
+        " end to end):\n" + writing + change_parts(result["changes_timed"])
     )
 
 
@@ -490,6 +607,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--timeline-versions", type=int, default=10_000)
     parser.add_argument("--timeline-samples", type=int, default=10, help="history calls per round")
+    parser.add_argument(
+        "--writes", type=int, default=100, help="changes per round, each of them timed one way"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write every figure measured here")
     args = parser.parse_args(argv)
@@ -511,6 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.timeline_versions,
             args.timeline_samples,
             args.seed,
+            args.writes,
         )
     result["machine"] = facts.machine(psycopg_url(url))
     if args.json:

@@ -1,7 +1,8 @@
 """`python -m benchmarks anatomy`, tiny: every part timed and its planning too in every round,
 each decomposition returning the versions as_of returns, every statement from Python timed
 prepared and not, with its prepared runs' plans counted, every read of the API beside its
-statement on a bare cursor, every history call filed by the collector's work."""
+statement on a bare cursor, every history call filed by the collector's work, every way of
+timing a change, each change closing one version and re-recording its remainder."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def test_parts_answer_as_as_of_does_and_are_reported(
             "--rounds", "2",
             "--timeline-versions", "300",
             "--timeline-samples", "3",
+            "--writes", "2",
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -42,13 +44,17 @@ def test_parts_answer_as_as_of_does_and_are_reported(
         assert f"{statement}, prepared " in out and f"{statement}, not prepared " in out
     for read in anatomy.API_READS:
         assert f"{read}, {anatomy.BARE} " in out and f"  {read}: the API adds " in out
+    for run in anatomy.CHANGE_RUNS:
+        assert f"{run} " in out
+    assert "A change's time taken apart (medians):" in out
+    assert "the API adds" in out and "and the round trip take the remaining" in out
 
 
 def test_every_round_times_every_part_and_files_every_history_call(server_url: str) -> None:
     # measure() fills the database it is given: a scratch one, as main() makes.
     with scratch_database(server_url, "bitemporal_bench") as scratch:
         migrate(scratch)
-        result = anatomy.measure(psycopg_url(scratch), 15, 5, 6, 2, 200, 4)
+        result = anatomy.measure(psycopg_url(scratch), 15, 5, 6, 2, 200, 4, writes=3)
         # Each branch's part reads the index as_of reads it through, even on so small a table.
         with psycopg.connect(psycopg_url(scratch), autocommit=True) as conn:
             conn.execute("SET enable_seqscan = off")
@@ -57,9 +63,25 @@ def test_every_round_times_every_part_and_files_every_history_call(server_url: s
                 name: str(conn.execute("EXPLAIN " + anatomy.PARTS[name], asked).fetchall())
                 for name in (anatomy.CURRENT_ALONE, anatomy.PAST_ALONE)
             }
+            held = conn.execute(
+                "SELECT count(*), count(*) FILTER (WHERE NOT upper_inf(known_period))"
+                " FROM bitemporal.fact_version"
+            ).fetchone()
     assert "fact_version_current_valid_idx" in plans[anatomy.CURRENT_ALONE]
     assert "Index Scan using fact_version_periods_idx" in plans[anatomy.PAST_ALONE]
     assert result["differ"] == 0 and result["versions"] == 15 * 9 + 199
+    # Every change of a key, the server's way included, wrote: one version closed, its
+    # remainder and the new version inserted (the warm-up round: one change each way).
+    assert all(
+        set(timings) == set(anatomy.CHANGE_RUNS)
+        and all(len(ms) == 3 and min(ms) > 0 for ms in timings.values())
+        for timings in result["changes_timed"]
+    )
+    writing_ways = [run for run in anatomy.CHANGE_RUNS if run.startswith(anatomy.CHANGE)]
+    assert len(writing_ways) == 4
+    written = len(writing_ways) * (1 + 2 * 3)
+    closed_by_fill = 15 * 4 + 99  # each key's and the long key's changes but the last
+    assert held == (result["versions"] + 2 * written, closed_by_fill + written)
     for timings in result["lookups"] + result["planning"]:
         assert set(timings) == set(anatomy.PARTS)
         assert all(len(ms) == 6 and min(ms) > 0 for ms in timings.values())
