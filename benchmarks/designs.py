@@ -43,6 +43,10 @@ functions) in each design:
   versions only: a current version goes into the constraint's GiST index, a version closed by
   a write into the other, and no write moves a row; a past lookup reads the current versions'
   btree and the closed versions' GiST.
+* ``store layout, entity in the periods' GiST only`` and ``store layout, no entity in
+  GiST``: the store's layout without ``entity`` in the constraint, or in both GiST indexes,
+  as a plain table could have them if its key integers were unique across entities (these
+  designs' are); lookups still name ``entity``, checked after the index.
 * ``current table, closed by btree``: the text key's current table, and the closed versions
   in a btree by key and start of validity, as ``periods`` leaves its history table to be
   indexed: a past-knowledge lookup reads the key's closed versions valid from before the
