@@ -1,4 +1,4 @@
-"""Where the time of an as-of lookup and of a history from Python goes.
+"""Where the time of an as-of lookup, of a history from Python and of a change goes.
 
     python -m benchmarks anatomy [--url URL] [--keys N] [--changes N] [--samples N]
                                  [--rounds N] [--timeline-versions N]
@@ -613,6 +613,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write every figure measured here")
     args = parser.parse_args(argv)
+    # Each is a count of things timed or written: with none, there is no median to report.
+    for option in ("keys", "changes", "samples", "rounds", "timeline_versions",
+                   "timeline_samples", "writes"):  # fmt: skip
+        if getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1")
     started = time.perf_counter()
 
     def progress(message: str) -> None:
