@@ -27,9 +27,9 @@
 --     (tests/integration/test_knowledge_micros.py).
 --
 -- Measured by hand on PostgreSQL 15 (2026-12-06, a scratch store of 2,000
--- keys, version 1 and version 2 taking turns, 400 changes a turn, each its
--- own transaction): perf put 4% of the backend's time in running version 1's
--- body, none with version 2. End-to-end figures: docs/performance.md.
+-- keys, a backend recording interior changes, each its own transaction):
+-- perf put 4% of its time in running version 1's body, and none in version
+-- 2. The other figures: docs/performance.md.
 
 CREATE OR REPLACE FUNCTION bitemporal_internal.knowledge_micros(t timestamptz)
 RETURNS bigint
