@@ -83,6 +83,7 @@ from bitemporal.formatting import format_table
 from bitemporal.operations import Statement, start
 
 from . import facts
+from .arguments import count
 
 PRIMARY_KEY = "primary key"
 KEY_ROW = "key row"
@@ -599,25 +600,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--url", help="server to create a scratch database on (default: as for connect)"
     )
-    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--keys", type=count, default=10_000)
     parser.add_argument(
-        "--changes", type=int, default=50, help="changes per key (versions = 2*changes-1)"
+        "--changes", type=count, default=50, help="changes per key (versions = 2*changes-1)"
     )
-    parser.add_argument("--samples", type=int, default=300, help="questions per round")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--timeline-versions", type=int, default=10_000)
-    parser.add_argument("--timeline-samples", type=int, default=10, help="history calls per round")
+    parser.add_argument("--samples", type=count, default=300, help="questions per round")
+    parser.add_argument("--rounds", type=count, default=5)
+    parser.add_argument("--timeline-versions", type=count, default=10_000)
     parser.add_argument(
-        "--writes", type=int, default=100, help="changes per round, each of them timed one way"
+        "--timeline-samples", type=count, default=10, help="history calls per round"
+    )
+    parser.add_argument(
+        "--writes", type=count, default=100, help="changes per round, each of them timed one way"
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write every figure measured here")
     args = parser.parse_args(argv)
-    # Each is a count of things timed or written: with none, there is no median to report.
-    for option in ("keys", "changes", "samples", "rounds", "timeline_versions",
-                   "timeline_samples", "writes"):  # fmt: skip
-        if getattr(args, option) < 1:
-            parser.error(f"--{option.replace('_', '-')} must be at least 1")
     started = time.perf_counter()
 
     def progress(message: str) -> None:

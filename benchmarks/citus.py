@@ -55,6 +55,7 @@ from bitemporal import BitemporalError, Key, Store, migrate
 from bitemporal.database import psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
+from .arguments import count
 from .facts import (
     EPOCH,
     HISTORY_CHANGES,
@@ -609,16 +610,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=PLAIN_URL,
         help=f"a plain PostgreSQL server to compare with (default {PLAIN_URL})",
     )
-    parser.add_argument("--keys", type=int, default=2_000, help="keys loaded, 19 versions each")
+    parser.add_argument("--keys", type=count, default=2_000, help="keys loaded, 19 versions each")
     parser.add_argument(
-        "--samples", type=int, default=300, help="random lookups and writes per database"
+        "--samples", type=count, default=300, help="random lookups and writes per database"
     )
     parser.add_argument(
-        "--rows", type=int, default=20_000, help="record_many rows per throughput workload"
+        "--rows", type=count, default=20_000, help="record_many rows per throughput workload"
     )
-    parser.add_argument("--batch-size", type=int, default=10_000, help="record_many rows per batch")
     parser.add_argument(
-        "--shards", type=int, default=32, help="shards per distributed table (citus.shard_count)"
+        "--batch-size", type=count, default=10_000, help="record_many rows per batch"
+    )
+    parser.add_argument(
+        "--shards", type=count, default=32, help="shards per distributed table (citus.shard_count)"
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write every figure measured here")

@@ -103,6 +103,7 @@ import psycopg
 from bitemporal.database import database_url, scratch_database
 from bitemporal.formatting import format_table
 
+from .arguments import count
 from .facts import server_ms
 
 #: Days of valid time and seconds of knowledge time the histories start at.
@@ -753,10 +754,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a design to measure, once for each (default: all); the first is the baseline "
         "of the write rates",
     )
-    parser.add_argument("--keys", type=int, default=2_000, help="keys per round")
-    parser.add_argument("--changes", type=int, default=25, help="changes per key and source")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--keys", type=count, default=2_000, help="keys per round")
+    parser.add_argument("--changes", type=count, default=25, help="changes per key and source")
+    parser.add_argument("--rounds", type=count, default=5)
+    parser.add_argument("--samples", type=count, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write every figure measured here to this file")
     args = parser.parse_args(argv)

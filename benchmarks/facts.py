@@ -100,6 +100,7 @@ from bitemporal.formatting import format_table
 
 from . import decay
 from . import periods_extension as periods
+from .arguments import count
 from .chart import draw_lookups
 
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
@@ -1353,26 +1354,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="store sizes in versions, smallest first: 10k,1m,10m (default 10k,100k,1m)",
     )
     parser.add_argument(
-        "--keys", type=int, help="one size only, of this many keys (instead of --sizes)"
+        "--keys", type=count, help="one size only, of this many keys (instead of --sizes)"
     )
     parser.add_argument(
-        "--changes", type=int, default=50, help="changes per key (versions = 2*changes-1)"
+        "--changes", type=count, default=50, help="changes per key (versions = 2*changes-1)"
     )
-    parser.add_argument("--samples", type=int, default=300, help="random lookups per size")
+    parser.add_argument("--samples", type=count, default=300, help="random lookups per size")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--audit-keys", type=int, default=1000, help="keys in the retrospective audit"
+        "--audit-keys", type=count, default=1000, help="keys in the retrospective audit"
     )
-    parser.add_argument("--audit-samples", type=int, default=20)
+    parser.add_argument("--audit-samples", type=count, default=20)
     parser.add_argument(
         "--timeline-versions",
-        type=int,
+        type=count,
         default=10_000,
         help="versions of the one key whose timeline is read (about: 2*changes-1)",
     )
-    parser.add_argument("--timeline-samples", type=int, default=10)
+    parser.add_argument("--timeline-samples", type=count, default=10)
     parser.add_argument(
-        "--write-samples", type=int, default=30, help="changes timed per design and size"
+        "--write-samples", type=count, default=30, help="changes timed per design and size"
     )
     parser.add_argument("--no-periods", action="store_true", help="skip the periods extension")
     parser.add_argument("--json", help="write every figure measured here")
@@ -1386,14 +1387,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--ingest-rows",
-        type=int,
+        type=count,
         default=20_000,
         help="rows per ingestion workload (at every size, and for --ingest)",
     )
-    parser.add_argument("--batch-size", type=int, default=10_000, help="record_many rows per batch")
+    parser.add_argument(
+        "--batch-size", type=count, default=10_000, help="record_many rows per batch"
+    )
     parser.add_argument(
         "--record-rows",
-        type=int,
+        type=count,
         default=2_000,
         help="rows timed for record, one call at a time (the last of the workload)",
     )

@@ -46,6 +46,7 @@ from bitemporal.importing import read_csv
 from bitemporal.jsonvalues import dumps
 from bitemporal.record_many import FIELDS
 
+from .arguments import count
 from .facts import EPOCH, HISTORY_CHANGES
 
 GOAL_RATIO = 1.5
@@ -166,10 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--url", help="server (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, embedded)"
     )
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--rows", type=count, default=100_000)
+    parser.add_argument("--batch-size", type=count, default=10_000)
     parser.add_argument("--workload", choices=("new", "history", "changes"), default="history")
-    parser.add_argument("--jobs", type=int, default=2, help="lanes of the parallel import")
+    parser.add_argument("--jobs", type=count, default=2, help="lanes of the parallel import")
     args = parser.parse_args(argv)
     results = measure(database_url(args.url), args.rows, args.batch_size, args.workload, args.jobs)
     sys.stdout.write(report(results))

@@ -30,6 +30,7 @@ from bitemporal import Key, Store, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
+from .arguments import count
 from .turns import turns
 
 SINCE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -175,8 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--writers", default="1,8", help="numbers of concurrent writers (default 1,8)"
     )
     parser.add_argument("--seconds", type=float, default=5.0, help="per phase")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--keys-per-writer", type=int, default=500)
+    parser.add_argument("--rounds", type=count, default=3)
+    parser.add_argument("--keys-per-writer", type=count, default=500)
     parser.add_argument("--json", help="write every phase and the summary to this file")
     args = parser.parse_args(argv)
     writer_counts = [int(w) for w in args.writers.split(",") if w]

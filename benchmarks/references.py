@@ -33,6 +33,7 @@ from bitemporal import Store, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
+from .arguments import count
 from .citus import citus_scratch_database, migrate_citus
 from .turns import turns
 
@@ -194,8 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--citus-url", help="a Citus coordinator's database with its workers added (optional)"
     )
     parser.add_argument("--seconds", type=float, default=5.0, help="per phase")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--keys", type=int, default=1000)
+    parser.add_argument("--rounds", type=count, default=3)
+    parser.add_argument("--keys", type=count, default=1000)
     parser.add_argument("--json", help="write every phase and the summary to this file")
     args = parser.parse_args(argv)
     targets = [("PostgreSQL", args.url, False)]

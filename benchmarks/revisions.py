@@ -62,6 +62,7 @@ from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 from bitemporal.migrations import head, revisions
 
+from .arguments import count
 from .facts import EPOCH, fill, fill_baseline, machine, server_ms
 from .turns import Turns, turns
 
@@ -357,12 +358,12 @@ def main(
     parser.add_argument(
         "--url", help="server (default: $BITEMPORAL_DATABASE_URL, $DATABASE_URL, embedded)"
     )
-    parser.add_argument("--keys", type=int, default=2_000)
-    parser.add_argument("--changes", type=int, default=25, help="changes per key")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--lookups", type=int, default=200, help="questions a round")
-    parser.add_argument("--writes", type=int, default=200, help="interior changes a round")
-    parser.add_argument("--batch", type=int, default=10_000, help="record_many rows a batch")
+    parser.add_argument("--keys", type=count, default=2_000)
+    parser.add_argument("--changes", type=count, default=25, help="changes per key")
+    parser.add_argument("--rounds", type=count, default=5)
+    parser.add_argument("--lookups", type=count, default=200, help="questions a round")
+    parser.add_argument("--writes", type=count, default=200, help="interior changes a round")
+    parser.add_argument("--batch", type=count, default=10_000, help="record_many rows a batch")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write every figure measured here to this file")
     args = parser.parse_args(argv)

@@ -67,6 +67,7 @@ from bitemporal import Store, migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
+from .arguments import count
 from .facts import client_ms, fetch_ms, machine, parse_size, server_ms, summarise
 from .tpcbih_generator import (
     DAY,
@@ -703,10 +704,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scenarios", default="100k", help="numbers of scenarios, e.g. 100k,1m (default 100k)"
     )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--lookups", type=int, default=300, help="time-travel samples")
-    parser.add_argument("--histories", type=int, default=100, help="key-history samples")
-    parser.add_argument("--changes", type=int, default=30, help="knowledge-window samples")
-    parser.add_argument("--aggregates", type=int, default=10, help="samples per aggregate")
+    parser.add_argument("--lookups", type=count, default=300, help="time-travel samples")
+    parser.add_argument("--histories", type=count, default=100, help="key-history samples")
+    parser.add_argument("--changes", type=count, default=30, help="knowledge-window samples")
+    parser.add_argument("--aggregates", type=count, default=10, help="samples per aggregate")
     parser.add_argument("--json", help="write every figure measured here")
     args = parser.parse_args(argv)
     url = database_url(args.url)

@@ -129,14 +129,3 @@ def test_plans_are_counted_over_every_preparation_of_a_statement(server_url: str
     assert {name: sum(kinds.values()) for name, kinds in plans.items()} == dict.fromkeys(
         anatomy.FROM_PYTHON, 5
     )
-
-
-@pytest.mark.parametrize("option", ["--writes", "--rounds", "--samples", "--keys"])
-def test_a_count_of_nothing_is_refused_before_anything_runs(
-    option: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        anatomy.main([option, "0"])
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2
-    assert f"{option} must be at least 1" in err and "Traceback" not in err
