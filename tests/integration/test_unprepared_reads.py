@@ -74,18 +74,6 @@ def test_as_of_answers_alike_on_a_connection_that_never_prepares(
         plain.facts.as_of(key, valid_at=datetime(2026, 1, 1))
 
 
-@pytest.mark.not_on_citus(
-    "Citus 13.2.2 crashes the coordinator's backend on a delegated call with a NULL "
-    "distribution argument (docs/citus.md, Known bugs)"
-)
-def test_a_null_key_names_no_key(connect: Connect) -> None:
-    """In SQL, as_of_planned with a NULL key returns nothing, as as_of does."""
-    conn = connect()
-    for function in ("as_of", "as_of_planned"):
-        row = conn.execute(f"SELECT count(*) FROM bitemporal.{function}(NULL, NULL)")
-        assert row.fetchone() == (0,)
-
-
 def _as_of_as(conn: psycopg.Connection[Any], key: Key) -> list[Version] | str:
     """Facts.as_of on ``conn``, or the name of the error it raised."""
     try:
