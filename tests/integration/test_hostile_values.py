@@ -88,4 +88,3 @@ def test_reads_and_the_cli_survive_hostile_values(
             assert code == 0 and "Traceback" not in err, (command, err)
             if "--json" in command:
                 assert isinstance(loads(out), dict | list)
-

@@ -68,4 +68,3 @@ def test_nesting_at_the_limit_and_brackets_elsewhere_are_parsed() -> None:
     assert loads(in_strings) == json.loads(in_strings)
     wide = json.dumps([{"a": [i]} for i in range(1_000)])
     assert loads(wide) == json.loads(wide)
-
