@@ -14,8 +14,8 @@ value read would write a new version. So:
   deeper than :data:`MAX_DEPTH` levels come back, from there down, as
   :class:`RawJSON` (the exact JSON text), which :func:`dumps` writes back
   verbatim. The limit is ours, not the parser's: Python 3.13 parses thousands
-  of levels in C, into lists that what recurses in Python (:func:`dumps`,
-  ``copy.deepcopy``) then fails on; 3.11 and 3.12 stop near 1,000.
+  of levels in C (3.11 and 3.12 stop near 1,000), and lists nested that deep
+  break code that recurses in Python (:func:`dumps`, ``copy.deepcopy``).
 """
 
 from __future__ import annotations
