@@ -350,7 +350,8 @@ def distribute(connection: Connection, *, required: bool = True) -> None:
     copies of our distributed functions are made the coordinator's
     (``sql/citus_functions.v1.sql``): Citus sends a function once, when it distributes it,
     so a definition a migration changed later, and ``distribute()`` adapted, would not
-    reach them. Below 0015 there is nothing to distribute with:
+    reach them; and a copy made anew keeps PUBLIC out as the coordinator's does
+    (``sql/citus_function_acls.v1.sql``). Below 0015 there is nothing to distribute with:
     :class:`~bitemporal.errors.DistributionError` if ``required``, else nothing happens."""
     if _below_distribute(connection):
         if not required:
@@ -361,6 +362,7 @@ def distribute(connection: Connection, *, required: bool = True) -> None:
         )
     connection.execute(text("SELECT bitemporal.distribute()"))
     connection.exec_driver_sql(sql_text("citus_functions.v1.sql"))
+    connection.exec_driver_sql(sql_text("citus_function_acls.v1.sql"))
 
 
 def check_layout(connection: Connection, partitions: int | None) -> None:

@@ -16,7 +16,15 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from bitemporal import AppendOnlyError, Key, KnowledgeTimeInPastError, RecordRow, Store, errors
+from bitemporal import (
+    AppendOnlyError,
+    InvalidPeriodError,
+    Key,
+    KnowledgeTimeInPastError,
+    RecordRow,
+    Store,
+    errors,
+)
 
 FIRST = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = datetime(2026, 3, 1, tzinfo=UTC)
@@ -95,6 +103,31 @@ def test_the_owner_cannot_rewrite_knowledge(store: Store, two_sources: Key, atta
     # The key's knowledge still refuses a back-dated write through the API.
     with pytest.raises(KnowledgeTimeInPastError):
         store.facts.record(two_sources, 1, source="a", known_at=datetime(2001, 1, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("known", ["[infinity,)", "[-infinity,)", "[-infinity,infinity)"])
+@pytest.mark.parametrize("entity", ["existing key", "new key"])
+def test_an_infinite_knowledge_time_written_directly_is_refused_clearly(
+    store: Store, two_sources: Key, known: str, entity: str
+) -> None:
+    """The owner's INSERT bypasses the functions' checks; the row's trigger says what is
+    wrong (migration 0040), as the functions would: BT001, not PostgreSQL's "cannot subtract
+    infinite timestamps"."""
+    conn = store.connection
+    key = two_sources if entity == "existing key" else Key(f"{two_sources.entity}/new", "a")
+    before = state(conn, two_sources)
+    with (
+        pytest.raises(InvalidPeriodError, match="knowledge time must be finite"),
+        errors.translate(),
+    ):
+        conn.execute(
+            "INSERT INTO bitemporal.fact_version "
+            "(entity, attribute, source, value, valid_period, known_period) "
+            "VALUES (%s, %s, 'c', '7', '[2026-01-01,)', %s::tstzrange)",
+            (key.entity, key.attribute, known),
+        )
+    assert state(conn, two_sources) == before
+    assert store.facts.as_of(Key(f"{two_sources.entity}/new", "a")) == []
 
 
 @pytest.mark.not_on_citus(
