@@ -1,7 +1,7 @@
 -- bitemporal: on a store distributed by Citus, the workers' copies of our
 -- functions keep PUBLIC out where the coordinator does. Run after
 -- citus_functions.v1.sql by bitemporal.migrations.distribute, after every
--- upgrade and downgrade of a Citus database.
+-- upgrade of a Citus database, and by migration 0040 (both ways).
 --
 -- When a definition changed (a migration's CREATE OR REPLACE, sent on by
 -- citus_functions.v1.sql), Citus 13.2.2 creates the function anew on a worker

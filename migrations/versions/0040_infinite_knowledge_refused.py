@@ -14,7 +14,7 @@ restores the function as ``settled.v1.sql`` defines it.
 On a store distributed by Citus the function is on every node (the workers' triggers call
 it), and Citus propagates both replacements to every node. It creates the function anew
 there, without the coordinator's ``REVOKE`` from ``PUBLIC``: ``citus_function_acls.v1.sql``,
-run here and by the ``distribute()`` that follows every migration of a Citus database,
+run here and by the ``distribute()`` that follows every upgrade of a Citus database,
 takes it back.
 """
 
@@ -51,7 +51,7 @@ def downgrade() -> None:
 
 def _keep_public_out_on_the_workers() -> None:
     """On a distributed store, Citus has just created the function anew on each worker,
-    with PUBLIC's default EXECUTE (citus_function_acls.v1.sql says why); the distribute()
-    that follows every migration of a Citus database does the same again."""
+    with PUBLIC's default EXECUTE (citus_function_acls.v1.sql says why); after an upgrade,
+    the distribute() that follows does the same again."""
     if not op.get_context().as_sql and is_distributed(op.get_bind()):
         op.execute(sql_text("citus_function_acls.v1.sql"))
