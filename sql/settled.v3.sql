@@ -9,8 +9,9 @@
 -- then announced the time as it was. Version 1 failed there with PostgreSQL's
 -- own "cannot convert infinity to bigint" (22003) and, once migration 0039
 -- computed the microseconds from an interval, "cannot subtract infinite
--- timestamps" (22008): the row was refused either way, with a message that
--- did not say which value was wrong. Version 2 says it, as the functions do:
+-- timestamps" (22008; from PostgreSQL 17, which has infinite intervals,
+-- "cannot convert infinity to bigint", 0A000): the row was refused either
+-- way, with a message that did not say which value was wrong. Version 2 says it, as the functions do:
 -- BT001, "knowledge time must be finite, not infinity". NULL is as before
 -- (the CHECK constraints refuse it). Nothing else changes: CREATE OR REPLACE
 -- keeps the grants (on Citus's workers, citus_function_acls.v1.sql restores

@@ -7,7 +7,8 @@ Create Date: 2026-12-07
 ``settled.v3.sql``: ``bitemporal_internal.announce_knowledge``, which the version table's
 trigger calls for each row, raises BT001 ("knowledge time must be finite, not infinity")
 for an infinite knowledge time, as the write functions do, instead of failing on
-PostgreSQL's "cannot subtract infinite timestamps" (22008). Only the owner can write such
+PostgreSQL's "cannot subtract infinite timestamps" (22008; "cannot convert infinity to
+bigint", 0A000, from PostgreSQL 17). Only the owner can write such
 a row (directly, not through the functions); it was refused before too. The downgrade
 restores the function as ``settled.v1.sql`` defines it.
 
