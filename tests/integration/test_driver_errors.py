@@ -24,6 +24,7 @@ from bitemporal import (
     Store,
     TransientError,
 )
+from tests.helpers import CITUS
 
 KNOWN = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -174,9 +175,12 @@ def test_a_deadlock_is_a_transient_error(connect: Callable[..., psycopg.Connecti
         t.start()
     for t in threads:
         t.join(timeout=30)
-    assert len(caught) == 1, caught
-    assert isinstance(caught[0], DeadlockError) and isinstance(caught[0], TransientError)
-    assert isinstance(caught[0].__cause__, psycopg.errors.DeadlockDetected)
+    # One victim on one server. On Citus, a worker's deadlock detector and Citus's
+    # distributed one may each pick a victim (seen once in CI, 2026-12-07): both canceled.
+    assert 1 <= len(caught) <= (2 if CITUS else 1), caught
+    for exc in caught:
+        assert isinstance(exc, DeadlockError) and isinstance(exc, TransientError)
+        assert isinstance(exc.__cause__, psycopg.errors.DeadlockDetected)
 
 
 def _run_in_background(
