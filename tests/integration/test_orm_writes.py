@@ -255,7 +255,8 @@ def test_relationships_follow_eligible_versions(engine: sqlalchemy.Engine) -> No
         retract(session, Contract, {"id": ended.id}, valid_from=JAN, known_at=MAR)
         session.commit()
     with Session(engine) as session:
-        customer = session.get_one(Customer, cid)
+        customer = session.get(Customer, cid)
+        assert customer is not None
         # The plain relationship: every version, superseded and retracted ones included.
         assert [c.terms for c in customer.contract_versions] == ["net 30", "net 45", "ended"]
         # The recipe: only what is valid now, as known now.

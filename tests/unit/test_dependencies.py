@@ -1,4 +1,5 @@
-"""What the package imports, `pip install bitemporal` installs.
+"""What the package imports, `pip install bitemporal` installs, and CI tests the lowest
+versions of it that the package allows.
 
 The suite runs with the ``test`` extra, which brings packages of its own; a module the
 package imports that only an extra installs is therefore found here, not by a failing
@@ -12,10 +13,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from importlib import metadata
+from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Every module of the package but __main__ (which runs the CLI), imported in a fresh
 # interpreter that cannot import the top-level modules given as its argument (JSON), as
@@ -85,3 +90,19 @@ def test_the_closure_follows_extras_named_by_requirements() -> None:
     installed = installed_with("bitemporal")
     assert {"sqlalchemy", "greenlet", "psycopg", "psycopg-binary", "alembic"} <= installed
     assert "pytest" not in installed and "hypothesis" not in installed
+
+
+def test_the_lowest_versions_ci_installs_are_the_floors_of_pyproject() -> None:
+    # .ci/run runs the PostgreSQL 15 suite on these: a floor raised or lowered in
+    # pyproject.toml without that file would no longer be the one tested.
+    floors = {}
+    for text in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        requirement = Requirement(text)
+        [floor] = [s.version for s in requirement.specifier if s.operator == ">="]
+        floors[canonicalize_name(requirement.name)] = floor
+    pinned = {}
+    for line in (ROOT / ".ci" / "lowest-versions.txt").read_text().splitlines():
+        if line := line.partition("#")[0].strip():
+            name, _, version = line.partition("==")
+            pinned[canonicalize_name(name)] = version
+    assert pinned == floors
