@@ -167,21 +167,18 @@ def advance_transaction_ids(url: str, past: int) -> None:
     )
 
 
-def stored_transaction_ids(url: str) -> int:
-    """The highest transaction id the store holds beside its keys, versions and erasures."""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT greatest((SELECT max(last_txid::text::bigint) FROM bitemporal.fact_key),"
-            " (SELECT max(recorded_in::text::bigint) FROM bitemporal.fact_version),"
-            " (SELECT max(recorded_in::text::bigint) FROM bitemporal.erasures))"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+# The highest transaction id the store holds beside its keys, versions and erasures.
+STORED_TRANSACTION_IDS = (
+    "SELECT greatest((SELECT max(last_txid::text::bigint) FROM bitemporal.fact_key),"
+    " (SELECT max(recorded_in::text::bigint) FROM bitemporal.fact_version),"
+    " (SELECT max(recorded_in::text::bigint) FROM bitemporal.erasures))"
+)
+CURRENT_TRANSACTION_ID = "SELECT pg_current_xact_id()::text::bigint"
 
 
-def current_transaction_id(url: str) -> int:
+def number(url: str, query: str) -> int:
     with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
+        row = conn.execute(query).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -191,9 +188,9 @@ def test_a_store_restored_into_a_new_cluster_after_its_transaction_ids(
 ) -> None:
     source = migrated_database_url
     # The source's transaction ids well ahead of a new cluster's, as on any busy server.
-    advance_transaction_ids(source, current_transaction_id(source) + 20_000)
+    advance_transaction_ids(source, number(source, CURRENT_TRANSACTION_ID) + 20_000)
     fill(source)
-    past = current_transaction_id(source)
+    past = number(source, CURRENT_TRANSACTION_ID)
     archive = tmp_path / "store.dump"
     # PostgreSQL 18's pg_dump, which reads a PostgreSQL 15 server too: a move to a new
     # major version is such a restore.
@@ -226,10 +223,12 @@ def test_a_store_restored_into_a_new_cluster_after_its_transaction_ids(
             check=True,
             timeout=120,
         )
-        assert stored_transaction_ids(target) > current_transaction_id(target)  # the hazard
+        assert number(target, STORED_TRANSACTION_IDS) > number(
+            target, CURRENT_TRANSACTION_ID
+        )  # the hazard
 
         advance_transaction_ids(target, past)
-        assert current_transaction_id(target) > stored_transaction_ids(target)
+        assert number(target, CURRENT_TRANSACTION_ID) > number(target, STORED_TRANSACTION_IDS)
         with bitemporal.connect(source) as original, bitemporal.connect(target) as restored:
             assert snapshot(restored) == snapshot(original)
             # At the key's latest knowledge time, committed: only its writer could.
