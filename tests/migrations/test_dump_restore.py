@@ -13,6 +13,7 @@ import re
 import subprocess
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -71,7 +72,7 @@ def written(store: Store) -> list[object]:
     ]
 
 
-def catalog(url: str) -> dict[str, object]:
+def catalog(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """The rows behind the answers that the API does not show whole."""
     with psycopg.connect(url) as conn:
         return {
@@ -119,6 +120,9 @@ def test_a_restored_store_is_the_store_it_was(
             store.facts.record(KEYS[0], 120, source="policy", valid_from=date(2026, 11, 1))
             store.facts.record(NEW, 1, source="s")
         assert written(restored) == written(original)
+        assert [k[:3] for k in catalog(restored_url)["keys"]] == [
+            k[:3] for k in catalog(original_url)["keys"]
+        ]
         # The keys' latest knowledge came back: an earlier knowledge time is refused.
         with pytest.raises(KnowledgeTimeError):
             restored.facts.record(
