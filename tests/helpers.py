@@ -21,7 +21,6 @@ import pytest
 from psycopg import sql
 
 from bitemporal import InMemoryMemory, Memory, cli
-from tests.docs import blocks
 
 
 class DatabaseFactory(Protocol):
@@ -257,35 +256,3 @@ def pg_client(program: str, major: int) -> str:
             if (found := re.search(r"\) (\d+)", printed)) and int(found[1]) == major:
                 return str(path)
     pytest.skip(f"no {program} of PostgreSQL {major} on this machine")
-
-
-def advance_transaction_ids(url: str, past: int) -> None:
-    """Run docs/operations.md's script that takes the cluster of ``url`` past transaction
-    id ``past``, through psql as the page says (a script, not ``-c``: its ``DO`` block
-    commits, and ``-c`` runs every statement in one transaction)."""
-    [block] = [
-        b for b in blocks.parse(blocks.ROOT / "docs" / "operations.md") if "advance.past" in b.text
-    ]
-    with psycopg.connect(url) as conn:
-        major = conn.info.server_version // 10000
-    run = subprocess.run(
-        [pg_client("psql", major), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", f"past={past}"]
-        + ["-d", url],
-        input=block.text[block.text.index("SET advance.past") :],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-
-
-CURRENT_TRANSACTION_ID = "SELECT pg_current_xact_id()::text::bigint"
-
-
-def number(url: str, query: str) -> int:
-    """The one number ``query`` returns."""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(query).fetchone()
-    assert row is not None
-    return int(row[0])

