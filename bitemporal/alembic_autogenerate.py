@@ -55,6 +55,7 @@ _MANAGED_CONSTRAINTS = (
     "_key_fkey",
     "_valid_period_half_open",
     "_known_period_half_open",
+    "_recorded_in_here",
 )
 
 Name = tuple[str, str]  # (schema, table)

@@ -458,6 +458,17 @@ class DistributionError(MigrationError):
     sqlstate = "BT502"
 
 
+class ForeignTransactionIdError(ConfigurationError):
+    """A row holds a writer transaction id this cluster has not assigned yet (BT503): it
+    was copied from another cluster (a dump restored, a logical replica) whose ids ran ahead,
+    and this cluster's transaction with that id would be taken for the row's writer. Refused
+    as the row arrives, and by migration 0041 for a store restored before it. Advance this
+    cluster's transaction ids past the source's first (docs/operations.md, "Backup and
+    restore")."""
+
+    sqlstate = "BT503"
+
+
 def _subclasses(cls: type[BitemporalError]) -> list[type[BitemporalError]]:
     return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 

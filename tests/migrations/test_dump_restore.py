@@ -209,19 +209,28 @@ def test_a_store_restored_into_a_new_cluster_after_its_transaction_ids(
         # This machine's PostgreSQL 15 build gives every column an attribute option of its
         # own (pg_attver), which pg_dump keeps and a stock PostgreSQL 18 refuses.
         script = re.sub(r"(?m)^ALTER TABLE .* SET \(pg_attver=\d+\);$", "", script)
-        subprocess.run(
-            [pg_client("psql", 18), "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", target],
-            input=script,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        )
-        assert number(target, STORED_TRANSACTION_IDS) > number(
-            target, CURRENT_TRANSACTION_ID
-        )  # the hazard
+
+        def restore() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [pg_client("psql", 18), "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", target],
+                input=script,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=120,
+            )
+
+        # The hazard: the stored ids are ahead of the new cluster's. Refused, whole.
+        assert number(source, STORED_TRANSACTION_IDS) > number(target, CURRENT_TRANSACTION_ID)
+        refused = restore()
+        assert refused.returncode != 0
+        assert "was not assigned by this cluster" in refused.stderr, refused.stderr
+        assert "docs/operations.md" in refused.stderr
+        assert number(target, "SELECT count(*) FROM pg_namespace WHERE nspname = 'bitemporal'") == 0
 
         advance_transaction_ids(target, past)
+        restored_run = restore()
+        assert restored_run.returncode == 0, restored_run.stderr
         assert number(target, CURRENT_TRANSACTION_ID) > number(target, STORED_TRANSACTION_IDS)
         with bitemporal.connect(source) as original, bitemporal.connect(target) as restored:
             assert snapshot(restored) == snapshot(original)
