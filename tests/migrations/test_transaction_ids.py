@@ -85,6 +85,26 @@ def test_an_update_keeping_an_id_ahead_is_refused_too(
     conn.execute("ROLLBACK")
 
 
+def test_an_id_assigned_after_this_snapshot_was_taken_is_the_clusters(
+    connect: Callable[..., psycopg.Connection[Any]],
+) -> None:
+    """A transaction that began later may commit first; one whose snapshot is older then
+    writes beside its id (a key's row it waited for), above that snapshot's horizon.
+    Not a copy: accepted (the check asks the cluster's counter)."""
+    conn, other = connect(), connect()
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    conn.execute("SELECT 1")  # the snapshot
+    later = other.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
+    assert later is not None
+    conn.execute("SET LOCAL session_replication_role = replica")
+    horizon = conn.execute(
+        "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+    ).fetchone()
+    assert horizon is not None and later[0] >= horizon[0]
+    conn.execute(COPIES["bitemporal.fact_key"].replace(AHEAD, "%s::text::xid8"), (str(later[0]),))
+    conn.execute("ROLLBACK")
+
+
 def test_a_store_holding_an_id_ahead_stops_the_upgrade_until_the_cluster_passes_it(
     empty_database_url: str,
 ) -> None:
