@@ -32,6 +32,7 @@ from bitemporal import (
     UnknownTableError,
 )
 from bitemporal.errors import SchemaNotMigratedError, error_for
+from tests.helpers import CITUS
 
 JAN, FEB, MAR, APR, MAY = (datetime(2026, m, 1, tzinfo=UTC) for m in range(1, 6))
 US = timedelta(microseconds=1)
@@ -232,15 +233,19 @@ def test_a_table_name_leaves_room_for_the_names_derived_from_it(
             (longest,),
         ).fetchall() == [
             (f"{longest}_known_period_half_open",),
-            (f"{longest}_recorded_in_here",),
+            *([] if CITUS else [(f"{longest}_recorded_in_here",)]),
             (f"{longest}_valid_period_half_open",),
         ]
-        # The key table's, the longest of all (59 bytes), whole too.
+        # The key table's, the longest of all (59 bytes), whole too (not on Citus: its
+        # transaction ids are Citus's, migration 0041).
         assert conn.execute(
             "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'c' "
             "ORDER BY 1",
             (f"{longest}_key",),
-        ).fetchall() == [(f"{longest}_key_known_order",), (f"{longest}_key_last_txid_here",)]
+        ).fetchall() == [
+            (f"{longest}_key_known_order",),
+            *([] if CITUS else [(f"{longest}_key_last_txid_here",)]),
+        ]
         with raises_sqlstate("BT402", "41 bytes long.*at most 40"):
             conn.execute("SELECT bitemporal.enable_table(%s::regclass, %s)", (too_long, ["id"]))
         assert conn.execute(
