@@ -301,6 +301,17 @@ $do$;
 """
 
 
+def citus_propagation(on: bool) -> str:
+    """Citus's DDL propagation turned on or off for the rest of the transaction, on a
+    distributed store (:func:`if_distributed`): a migration creates or replaces functions
+    that are the coordinator's alone with it off, since Citus would make each one a
+    distributed object."""
+    value = "on" if on else "off"
+    return if_distributed(
+        f"        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', '{value}', true);"
+    )
+
+
 _CITUS_OWNER = (
     "SELECT r.rolname, current_user FROM pg_catalog.pg_extension e"
     " JOIN pg_catalog.pg_roles r ON r.oid = e.extowner WHERE e.extname = 'citus'"

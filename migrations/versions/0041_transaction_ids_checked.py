@@ -7,9 +7,10 @@ Create Date: 2026-12-07
 ``transaction_ids.v1.sql``: ``fact_key.last_txid``, ``fact_version.recorded_in``,
 ``erasures.recorded_in``, and each application table's ``recorded_in`` and
 ``<table>_key.last_txid`` (those made bitemporal later too, through a trigger on
-``bitemporal.app_table``) get a CHECK, ``bitemporal_internal.assigned_here``: an id ahead
-of this cluster's ``pg_current_xact_id()`` came from another cluster, and once this cluster
-reached it, its transaction would be taken for the row's writer. Such a row is refused as it
+``bitemporal.app_table``) get a CHECK that the id is one this cluster has assigned (inline
+for the common case, else ``bitemporal_internal.assigned_here``, which asks the cluster's
+counter): an id not assigned yet came from another cluster, and once this cluster reached
+it, its transaction would be taken for the row's writer. Such a row is refused as it
 arrives, by pg_restore or by logical replication, with ``BT503`` and the remedy. The
 constraints validate the rows already there, so a store restored into another cluster
 before this migration, whose ids are still ahead, stops the upgrade with ``BT503``: advance
@@ -23,7 +24,7 @@ table). The downgrade drops the constraints, the trigger and the functions.
 
 from alembic import op
 
-from bitemporal.migrations import if_distributed, sql_text
+from bitemporal.migrations import citus_propagation, sql_text
 
 revision = "0041"
 down_revision = "0040"
@@ -38,14 +39,9 @@ FILES = ("transaction_ids.v1.sql",)
 PINNED_PATH = "SET LOCAL search_path = pg_catalog, pg_temp"
 
 # On a store distributed by Citus the functions and the trigger are the coordinator's alone,
-# as on a store distributed after this migration: with propagation on, Citus would make
-# each new function a distributed object.
-COORDINATOR_ONLY = if_distributed(
-    "        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);"
-)
-PROPAGATING_AGAIN = if_distributed(
-    "        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);"
-)
+# as on a store distributed after this migration.
+COORDINATOR_ONLY = citus_propagation(on=False)
+PROPAGATING_AGAIN = citus_propagation(on=True)
 
 
 def upgrade() -> None:
