@@ -43,16 +43,11 @@ BEGIN
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         RETURN true;
     END IF;
-    -- Nearly always enough, and cheap: this transaction's own id, or one below
-    -- the first id unassigned when the current snapshot was taken. Not "not
-    -- above this transaction's id": a transaction that began later may
-    -- commit first, and this one then writes beside its id.
-    IF txid = pg_catalog.pg_current_xact_id()
-       OR txid < pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) THEN
-        RETURN true;
-    END IF;
-    -- Else PostgreSQL's own test against the cluster's counter: "transaction
-    -- ID ... is in the future" (22023) for an id not assigned yet.
+    -- PostgreSQL's own test against the cluster's counter: "transaction ID ...
+    -- is in the future" (22023) for an id not assigned yet. Not "not above this
+    -- transaction's id": a transaction that began later may commit first, and
+    -- this one then writes beside its id. The constraints test the common
+    -- cases inline first (check_transaction_ids), so a write rarely gets here.
     BEGIN
         PERFORM pg_catalog.pg_xact_status(txid);
         RETURN true;
@@ -83,9 +78,11 @@ BEGIN
     END IF;
     -- Rows already there are checked too: a store restored into another
     -- cluster before this check existed is refused here, with the remedy.
-    -- The function's own first test, inline: the executor stops at the first
-    -- true branch of an OR, so a write's rows never pay for a PL/pgSQL call
-    -- (about 2 microseconds a row: benchmarks/README.md, migration 0041).
+    -- The common cases inline (the transaction's own id, or one below the first
+    -- id unassigned when the snapshot was taken): the executor stops at the
+    -- first true branch of an OR, so a write's rows rarely pay for the PL/pgSQL
+    -- call and its subtransaction (about 2 microseconds a row without them:
+    -- benchmarks/README.md, migration 0041).
     EXECUTE pg_catalog.format(
         'ALTER TABLE %1$s ADD CONSTRAINT %2$I CHECK (%3$I = pg_catalog.pg_current_xact_id()'
         ' OR %3$I < pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())'
@@ -96,7 +93,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION bitemporal_internal.check_transaction_ids(regclass, name) IS
-    'Adds the CHECK <table>_<column>_here (the first test of bitemporal_internal.assigned_here inline, then the function) on a column of writer transaction ids, with its comment; validates the rows already there. Adds nothing on a database with the citus extension.';
+    'Adds the CHECK <table>_<column>_here (the common cases inline, then bitemporal_internal.assigned_here) on a column of writer transaction ids, with its comment; validates the rows already there. Adds nothing on a database with the citus extension.';
 REVOKE ALL ON FUNCTION bitemporal_internal.check_transaction_ids(regclass, name) FROM PUBLIC;
 
 CREATE FUNCTION bitemporal_internal.app_table_check_transaction_ids()
