@@ -1,11 +1,12 @@
 """What each index, constraint and trigger of ``bitemporal.fact_version`` costs a write.
 
-    python -m benchmarks storage [--url URL] [--rows N] [--repeat N] [--prefill N]
+    python -m benchmarks storage [--url URL] [--rows N] [--repeat N] [--prefill N] [--json F]
 
 In a scratch database migrated to head it times one set-based ``INSERT INTO
 bitemporal.fact_version ... SELECT`` of ``--rows`` versions of new keys (each key
 already in ``fact_key`` with the inserting transaction as its latest knowledge,
-open knowledge from ``now()``: what ``record()`` inserts for a new key), once as
+open knowledge from ``now()``: what ``record()`` inserts for a new key; in the
+order of a hash of their keys, as ``record_many`` inserts them), once as
 migrated and once with each of the table's indexes, constraints and triggers
 (as the catalog lists them) removed in turn, then with all of them removed, and
 with each of them alone (all the others removed). Each variant runs in a fresh
@@ -13,8 +14,13 @@ copy (``CREATE DATABASE ... TEMPLATE``) of one migrated database holding
 ``--prefill`` versions of other keys, so every variant starts from the same
 table, and the variants take turns, round after round. Baselines, in the same
 run: the same ``INSERT ... SELECT`` into a plain table with the same columns
-and no index, constraint or trigger, and ``COPY`` of the rows into that table.
-It prints the median rows/s of each variant over ``--repeat`` runs and its ratio
+and no index, constraint or trigger, ``COPY`` of the rows into that table, and
+the floor: the same ``INSERT`` into a table with the same columns and only the
+exclusion constraint the design requires, on one integer (``key_id``) and the
+valid period, over current versions (what no storage design can do without);
+and the same for changes of keys with history: each key's current version
+closed, its remainder and the new version inserted, on a plain table and at the
+floor. It prints the median rows/s of each variant over ``--repeat`` runs and its ratio
 to both baselines.
 """
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import statistics
 import sys
 import time
@@ -37,11 +44,16 @@ from bitemporal import migrate
 from bitemporal.database import database_url, psycopg_url, scratch_database
 from bitemporal.formatting import format_table
 
-# The rows: one version per new key, staged once in an unlogged table.
-_STAGE = (
-    "CREATE UNLOGGED TABLE bench_stage AS "
-    "SELECT 'e' || g AS entity, 'a'::text AS attribute, 's'::text AS source, "
-    "pg_catalog.to_jsonb(g) AS value, g::bigint AS key_id FROM pg_catalog.generate_series(1, %s) g"
+from .facts import GOAL_COPY_FRACTION, GOAL_VERSIONS_PER_S
+
+# The rows: one version per new key, staged once in an unlogged table, in the order of a
+# hash of the key's integer: the order in which record_many inserts a round (migration
+# 0032), where key order makes GiST split page after page at one end of each index.
+STAGE = (
+    "CREATE UNLOGGED TABLE {stage} AS "
+    "SELECT %(prefix)s::text || g AS entity, 'a'::text AS attribute, 's'::text AS source, "
+    "pg_catalog.to_jsonb(g) AS value, (g + %(offset)s)::bigint AS key_id "
+    "FROM pg_catalog.generate_series(1, %(rows)s) g ORDER BY pg_catalog.hashint8(g::bigint)"
 )
 _KEYS = (
     "INSERT INTO bitemporal.fact_key "
@@ -50,13 +62,36 @@ _KEYS = (
 )
 # key_id given too (each key's own: unique within the entity, as the store needs it), for
 # the variants without the trigger that sets it.
-_COLUMNS = "entity, attribute, source, value, valid_period, known_period, key_id"
-_SELECT = (
-    "SELECT entity, attribute, source, value, tstzrange('2026-01-01', NULL, '[)'), "
+COLUMNS = "entity, attribute, source, value, valid_period, known_period, key_id"
+SELECT = (
+    "SELECT entity, attribute, source, value, tstzrange('2026-01-01 00:00+00', NULL, '[)'), "
     "tstzrange(now(), NULL, '[)'), key_id FROM bench_stage"
 )
+_VALID = "[2026-01-01 00:00+00,)"  # the valid period of every staged version
 _PLAIN = (
     "CREATE TABLE bench_plain (LIKE bitemporal.fact_version INCLUDING DEFAULTS INCLUDING IDENTITY)"
+)
+# The least any design may maintain: the design card requires an exclusion constraint
+# against overlapping validity, here on one integer per key and source (a compact surrogate
+# key) and over current versions only. No version table can take inserts faster than this.
+FLOOR = "floor: the exclusion constraint alone"
+FLOOR_TABLE = (
+    "CREATE TABLE bench_floor (LIKE bitemporal.fact_version INCLUDING DEFAULTS INCLUDING IDENTITY, "
+    "EXCLUDE USING gist (key_id WITH =, valid_period WITH &&) WHERE (upper_inf(known_period)))"
+)
+# The floor for keys with history: each key holds one current version, and each change
+# closes it and inserts its remainder and the new version (what record_many writes for a
+# change from a date on), in one transaction for every key; against the same statements on
+# a plain table.
+CHANGES = {"plain, changes": "bench_plain_changes", "floor, changes": "bench_floor_changes"}
+CHANGE = (
+    "UPDATE {table} f SET known_period = tstzrange(lower(f.known_period), now(), '[)') "
+    "FROM bench_stage s WHERE f.key_id = s.key_id AND upper_inf(f.known_period); "
+    f"INSERT INTO {{table}} ({COLUMNS}) "
+    "SELECT s.entity, s.attribute, s.source, s.value, p.valid, tstzrange(now(), NULL, '[)'), "
+    "s.key_id FROM bench_stage s CROSS JOIN LATERAL (VALUES "
+    "(tstzrange('2026-01-01 00:00+00', '2026-06-01 00:00+00', '[)')), "
+    "(tstzrange('2026-06-01 00:00+00', NULL, '[)'))) p(valid)"
 )
 
 # What an insert maintains, each with the DDL that removes it, read from the catalog (so
@@ -125,7 +160,7 @@ def _timed(template: str, setup: Sequence[str], statement: str) -> float:
             start = time.perf_counter()
             with conn.cursor().copy(statement) as copy:
                 for *row, key_id in rows:
-                    copy.write_row((*row, "[2026-01-01,)", "[2026-12-01,)", key_id))
+                    copy.write_row((*row, _VALID, "[2026-12-01 00:00+00,)", key_id))
             seconds = time.perf_counter() - start
         else:
             conn.execute(_KEYS.format(stage="bench_stage"))
@@ -140,10 +175,12 @@ def measure(url: str, rows: int, repeat: int, prefill: int) -> dict[str, Any]:
     """Median seconds of each variant and of the baselines, the variants of each round in
     turn (so that a busy spell of the machine spreads over all of them)."""
     variants: dict[str, tuple[list[str], str]] = {
-        "plain": ([], f"INSERT INTO bench_plain ({_COLUMNS}) {_SELECT}"),
-        "copy": ([], f"COPY bench_plain ({_COLUMNS}) FROM STDIN"),
+        "plain": ([], f"INSERT INTO bench_plain ({COLUMNS}) {SELECT}"),
+        "copy": ([], f"COPY bench_plain ({COLUMNS}) FROM STDIN"),
+        FLOOR: ([], f"INSERT INTO bench_floor ({COLUMNS}) {SELECT}"),
     }
-    insert = f"INSERT INTO bitemporal.fact_version ({_COLUMNS}) {_SELECT}"
+    variants.update((name, ([], CHANGE.format(table=table))) for name, table in CHANGES.items())
+    insert = f"INSERT INTO bitemporal.fact_version ({COLUMNS}) {SELECT}"
     variants["as migrated"] = ([], insert)
     with scratch_database(url, "bitemporal_bench_storage") as template:
         migrate(template)
@@ -160,17 +197,26 @@ def measure(url: str, rows: int, repeat: int, prefill: int) -> dict[str, Any]:
                 for kept in removals
             )
             conn.execute(_PLAIN)
+            conn.execute(FLOOR_TABLE)
             if prefill:
                 conn.execute(
-                    _STAGE.replace("bench_stage", "bench_prefill").replace("'e'", "'p'"), (prefill,)
+                    STAGE.format(stage="bench_prefill"),
+                    {"prefix": "p", "offset": 0, "rows": prefill},
                 )
                 with conn.transaction():
                     conn.execute(_KEYS.format(stage="bench_prefill"))
-                    conn.execute(
-                        f"INSERT INTO bitemporal.fact_version ({_COLUMNS}) "
-                        + _SELECT.replace("bench_stage", "bench_prefill")
-                    )
-            conn.execute(_STAGE, (rows,))
+                    for table in ("bitemporal.fact_version", "bench_floor"):
+                        conn.execute(
+                            f"INSERT INTO {table} ({COLUMNS}) "
+                            + SELECT.replace("bench_stage", "bench_prefill")
+                        )
+            conn.execute(
+                STAGE.format(stage="bench_stage"), {"prefix": "e", "offset": prefill, "rows": rows}
+            )
+            conn.execute(_PLAIN.replace("bench_plain", CHANGES["plain, changes"]))
+            conn.execute(FLOOR_TABLE.replace("bench_floor", CHANGES["floor, changes"]))
+            for table in CHANGES.values():
+                conn.execute(f"INSERT INTO {table} ({COLUMNS}) {SELECT}")
             conn.execute("VACUUM ANALYZE")
         seconds: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(repeat):
@@ -188,18 +234,35 @@ def measure(url: str, rows: int, repeat: int, prefill: int) -> dict[str, Any]:
 def report(result: dict[str, Any]) -> str:
     rows = result["rows"]
     seconds = result["seconds"]
-    plain = rows / seconds["plain"]
-    copy = rows / seconds["copy"]
+    plain, copy, floor = (rows / seconds[name] for name in ("plain", "copy", FLOOR))
     lines = [
-        (name, f"{rows / s:,.0f}", f"{rows / s / plain:.3f}", f"{rows / s / copy:.3f}")
+        (
+            name,
+            f"{rows / s:,.0f}",
+            f"{rows / s / plain:.3f}",
+            f"{rows / s / copy:.3f}",
+            f"{rows / s / floor:.3f}",
+        )
         for name, s in seconds.items()
+        if name not in CHANGES
     ]
+    plain_changes, floor_changes = (rows / seconds[name] for name in CHANGES)
     return (
         f"INSERT ... SELECT of {rows:,} new-key versions into fact_version holding "
         f"{result['prefill']:,}, PostgreSQL {result['server_version']}, median of "
         f"{result['repeat']}; plain = the same INSERT into a table with no index, "
-        f"constraint or trigger; copy = COPY into that table\n"
-        + format_table(("removed / design", "rows/s", "x plain", "x copy"), lines)
+        f"constraint or trigger; copy = COPY into that table; floor = the same INSERT into "
+        f"a table with only an exclusion constraint (GiST: key_id, valid period; current "
+        f"versions)\n"
+        + format_table(("removed / design", "rows/s", "x plain", "x copy", "x floor"), lines)
+        + f"\nissue 15's ingestion goal for new keys: >= {GOAL_VERSIONS_PER_S['new keys']:,} "
+        f"versions/s and >= {GOAL_COPY_FRACTION} of COPY; the floor: {floor:,.0f} rows/s, "
+        f"{floor / copy:.3f} of COPY\n"
+        f"changes of {rows:,} keys with history (close the current version, insert its "
+        f"remainder and the new version): plain {plain_changes:,.0f} changes/s, floor "
+        f"{floor_changes:,.0f} changes/s ({floor_changes / plain_changes:.3f} of plain); "
+        f"issue 15's goal for keys with history: >= {GOAL_VERSIONS_PER_S['history']:,} "
+        f"versions/s\n"
     )
 
 
@@ -213,6 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--prefill", type=int, default=0)
+    parser.add_argument("--json", help="write the result (every median) to this file")
     args = parser.parse_args(argv)
-    sys.stdout.write(report(measure(database_url(args.url), args.rows, args.repeat, args.prefill)))
+    result = measure(database_url(args.url), args.rows, args.repeat, args.prefill)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(result, out, indent=1)
+    sys.stdout.write(report(result))
     return 0

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import psycopg
 import pytest
 
 from benchmarks import storage
+from bitemporal import migrate
+from bitemporal.database import scratch_database
+
+JANUARY, JUNE = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 6, 1, tzinfo=UTC)
 
 pytestmark = pytest.mark.not_on_citus(
     "copies a migrated database with CREATE DATABASE ... TEMPLATE, on one server"
@@ -18,7 +25,8 @@ def test_every_object_is_measured_removed_and_alone(server_url: str) -> None:
     objects = [
         name
         for name in seconds
-        if name not in ("plain", "copy", "as migrated", storage.ALL)
+        if name not in ("plain", "copy", storage.FLOOR, "as migrated", storage.ALL)
+        and name not in storage.CHANGES
         and not name.startswith("only ")
     ]
     # The catalog's objects: the exclusion constraint (over current versions), the GiST
@@ -29,4 +37,54 @@ def test_every_object_is_measured_removed_and_alone(server_url: str) -> None:
     assert "fact_version_knowledge (trigger)" in objects
     assert {f"only {name}" for name in objects} <= set(seconds)
     report = storage.report(result)
-    assert all(name in report for name in seconds)
+    assert all(name in report for name in seconds if name not in storage.CHANGES)
+    floor = 300 / seconds[storage.FLOOR]
+    assert f"the floor: {floor:,.0f} rows/s" in report
+    floor_changes = 300 / seconds["floor, changes"]
+    assert f"floor {floor_changes:,.0f} changes/s" in report
+
+
+def test_the_floor_refuses_overlapping_validity_of_one_key(server_url: str) -> None:
+    """The floor maintains the constraint it stands for: a second current version of a key
+    over an overlapping valid period is refused."""
+    with scratch_database(server_url, "bitemporal_bench_floor") as url:
+        migrate(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(storage.FLOOR_TABLE)
+            insert = (
+                "INSERT INTO bench_floor (entity, attribute, source, value, valid_period, "
+                "known_period, key_id) VALUES ('e', 'a', 's', '1', tstzrange(%s, NULL), "
+                "tstzrange(now(), NULL), 1)"
+            )
+            conn.execute(insert, ("2026-01-01",))
+            with pytest.raises(psycopg.errors.ExclusionViolation):
+                conn.execute(insert, ("2026-06-01",))
+            assert conn.execute("SELECT count(*) FROM bench_floor").fetchone() == (1,)
+
+
+def test_a_change_at_the_floor_closes_one_version_and_inserts_two(server_url: str) -> None:
+    with scratch_database(server_url, "bitemporal_bench_floor") as url:
+        migrate(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                storage.STAGE.format(stage="bench_stage"), {"prefix": "e", "offset": 0, "rows": 5}
+            )
+            conn.execute(storage.FLOOR_TABLE)
+            conn.execute(f"INSERT INTO bench_floor ({storage.COLUMNS}) {storage.SELECT}")
+        with psycopg.connect(url) as conn:  # one transaction, later than the first versions
+            conn.execute(storage.CHANGE.format(table="bench_floor"))
+            conn.commit()
+            states = conn.execute(
+                "SELECT key_id, upper_inf(known_period), lower(valid_period), upper(valid_period) "
+                "FROM bench_floor ORDER BY 1, 2, 3"
+            ).fetchall()
+        expected = [
+            (k, current, start, end)
+            for k in range(1, 6)
+            for current, start, end in (
+                (False, JANUARY, None),
+                (True, JANUARY, JUNE),
+                (True, JUNE, None),
+            )
+        ]
+        assert states == expected
