@@ -20,8 +20,10 @@ exclusion constraint the design requires, on one integer (``key_id``) and the
 valid period, over current versions (what no storage design can do without);
 and the same for changes of keys with history: each key's current version
 closed, its remainder and the new version inserted, on a plain table and at the
-floor. It prints the median rows/s of each variant over ``--repeat`` runs and its ratio
-to both baselines.
+floor. Two designs run beside the removals: the INSERT triggers' work done once
+per statement over a transition table, the knowledge rule alone and with the
+stamping trigger's checks. It prints the median rows/s of each variant over
+``--repeat`` runs and its ratio to the baselines.
 """
 
 from __future__ import annotations
@@ -126,6 +128,94 @@ SELECT t.tgname || ' (trigger)',
 ORDER BY 1"""
 ALL = "all of them"
 
+# Two designs measured beside the removals: the work of the INSERT row triggers done once per
+# statement over a transition table, where each row trigger runs queries and function calls
+# for every row. First the knowledge rule of fact_version_knowledge (the per-key rule, the
+# key's integer, the stamp recorded_at); then also fact_version_stamp_insert's (the writing
+# transaction, the JSON values, a value only for an erased version's remainder). Not the
+# store's: what doing the triggers' work per statement would save an insert.
+PER_STATEMENT = "design: the knowledge rule per statement"
+PER_STATEMENT_BOTH = "design: both INSERT triggers' work per statement"
+_KNOWLEDGE_RULE = """
+            k.key_id IS DISTINCT FROM n.key_id
+            OR n.recorded_at IS DISTINCT FROM pg_catalog.transaction_timestamp()
+            OR n.closed_at IS NOT NULL AND upper_inf(n.known_period)
+            OR lower(n.known_period) < k.last_known_at
+            OR lower(n.known_period) = k.last_known_at AND k.last_txid <> me
+            OR coalesce(upper(n.known_period), lower(n.known_period))
+               > pg_catalog.clock_timestamp()"""
+_STAMP_RULE = """
+            OR n.recorded_in IS DISTINCT FROM me
+            OR pg_catalog.jsonb_path_exists(n.value,
+                   'strict $.**{256} ? (@.type() == "array" || @.type() == "object")')
+            OR pg_catalog.jsonb_path_exists(n.value,
+                   'strict $.** ? (@.type() == "number" && (@ >= 1e4300 || @ <= -1e4300))')
+            OR (n.value IS NULL OR n.erasure_id IS NOT NULL OR n.erased_at IS NOT NULL)
+               AND NOT EXISTS (
+                   SELECT FROM bitemporal.fact_version o
+                    WHERE o.version_id = n.carried_from AND o.entity = n.entity
+                      AND o.attribute = n.attribute AND n.value IS NULL
+                      AND o.erasure_id = n.erasure_id AND o.erased_at = n.erased_at)"""
+_PER_STATEMENT_FUNCTION = """
+CREATE FUNCTION bitemporal_internal.bench_{name}() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    me  xid8 := pg_catalog.pg_current_xact_id();
+    bad record;
+BEGIN
+    -- The earliest time announced covers the later ones.
+    PERFORM bitemporal_internal.announce_knowledge(min(lower(n.known_period)), false)
+       FROM new_rows n HAVING min(lower(n.known_period)) IS NOT NULL;
+    SELECT n.entity, n.attribute, lower(n.known_period) AS at, k.last_known_at INTO bad
+      FROM new_rows n
+      LEFT JOIN bitemporal.fact_key k ON k.entity = n.entity AND k.attribute = n.attribute
+     WHERE {rule}
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'version of (%, %) known from % refused (the key''s knowledge is at %)',
+            bad.entity, bad.attribute, bad.at, bad.last_known_at USING ERRCODE = 'BT006';
+    END IF;
+    UPDATE bitemporal.fact_key k SET last_known_at = m.latest, last_txid = me
+      FROM (SELECT n.entity, n.attribute,
+                   max(coalesce(upper(n.known_period), lower(n.known_period))) AS latest
+              FROM new_rows n GROUP BY n.entity, n.attribute) m
+     WHERE k.entity = m.entity AND k.attribute = m.attribute
+       AND (m.latest > k.last_known_at OR k.last_txid <> me);
+    RETURN NULL;
+END $$"""
+
+
+def _per_statement(
+    name: str, triggers: Sequence[str], defaults: Sequence[tuple[str, str]], rule: str
+) -> list[str]:
+    """The DDL of a design: ``triggers`` disabled, ``defaults`` (column, expression) set, and
+    one statement trigger that refuses the rows matching ``rule`` and moves the keys."""
+    return [
+        *(f"ALTER TABLE bitemporal.fact_version DISABLE TRIGGER {t}" for t in triggers),
+        *(
+            f"ALTER TABLE bitemporal.fact_version ALTER COLUMN {column} SET DEFAULT {expression}"
+            for column, expression in defaults
+        ),
+        _PER_STATEMENT_FUNCTION.format(name=name, rule=rule),
+        (
+            f"CREATE TRIGGER bench_{name} AFTER INSERT ON bitemporal.fact_version "
+            "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
+            f"EXECUTE FUNCTION bitemporal_internal.bench_{name}()"
+        ),
+    ]
+
+
+_RECORDED_AT = ("recorded_at", "pg_catalog.transaction_timestamp()")
+PER_STATEMENT_DDL = _per_statement(
+    "knowledge", ["fact_version_knowledge"], [_RECORDED_AT], _KNOWLEDGE_RULE
+)
+PER_STATEMENT_BOTH_DDL = _per_statement(
+    "both",
+    ["fact_version_knowledge", "fact_version_stamp_insert"],
+    [_RECORDED_AT, ("recorded_in", "pg_catalog.pg_current_xact_id()")],
+    _KNOWLEDGE_RULE + _STAMP_RULE,
+)
+
 
 @contextlib.contextmanager
 def _clone(template: str) -> Iterator[str]:
@@ -189,6 +279,8 @@ def measure(url: str, rows: int, repeat: int, prefill: int) -> dict[str, Any]:
             removals = {name: ddl.split("; ") for name, ddl in conn.execute(_OBJECTS)}
             variants.update((name, (ddl, insert)) for name, ddl in removals.items())
             variants[ALL] = ([d for ddl in removals.values() for d in ddl], insert)
+            variants[PER_STATEMENT] = (PER_STATEMENT_DDL, insert)
+            variants[PER_STATEMENT_BOTH] = (PER_STATEMENT_BOTH_DDL, insert)
             variants.update(
                 (
                     f"only {kept}",
