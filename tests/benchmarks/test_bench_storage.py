@@ -64,6 +64,8 @@ def test_the_floor_refuses_overlapping_validity_of_one_key(server_url: str) -> N
 
 
 def test_a_change_at_the_floor_closes_one_version_and_inserts_two(server_url: str) -> None:
+    """The suite's change of keys with history, at the floor: each key's current version
+    closed, its remainder and the new version current."""
     with scratch_database(server_url, "bitemporal_bench_floor") as url:
         migrate(url)
         with psycopg.connect(url, autocommit=True) as conn:
