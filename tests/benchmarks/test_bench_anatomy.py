@@ -1,8 +1,9 @@
 """`python -m benchmarks anatomy`, tiny: every part timed and its planning too in every round,
-each decomposition returning the versions as_of returns, every statement from Python timed
-prepared and not, with its prepared runs' plans counted, every read of the API beside its
-statement on a bare cursor, every history call filed by the collector's work, every way of
-timing a change, each change closing one version and re-recording its remainder."""
+each decomposition (and the other layout) returning the versions as_of returns, every
+statement from Python timed prepared and not, with its prepared runs' plans counted, every
+read of the API beside its statement on a bare cursor, every history call filed by the
+collector's work, every way of timing a change, each change closing one version and
+re-recording its remainder."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_parts_answer_as_as_of_does_and_are_reported(
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
-    assert "Decompositions returning other versions than as_of: 0" in out
+    assert "Decompositions (and the other layout) returning other versions than as_of: 0" in out
     for part in anatomy.PARTS:
         assert part in out
     for statement in anatomy.FROM_PYTHON:
@@ -61,7 +62,7 @@ def test_every_round_times_every_part_and_files_every_history_call(server_url: s
             asked = anatomy.questions(conn, 15, 5, result["versions"], random.Random(2))
             plans = {
                 name: str(conn.execute("EXPLAIN " + anatomy.PARTS[name], asked).fetchall())
-                for name in (anatomy.CURRENT_ALONE, anatomy.PAST_ALONE)
+                for name in (anatomy.CURRENT_ALONE, anatomy.PAST_ALONE, anatomy.KEY_ROW_VERSIONS)
             }
             held = conn.execute(
                 "SELECT count(*), count(*) FILTER (WHERE NOT upper_inf(known_period))"
@@ -69,6 +70,7 @@ def test_every_round_times_every_part_and_files_every_history_call(server_url: s
             ).fetchone()
     assert "fact_version_current_valid_idx" in plans[anatomy.CURRENT_ALONE]
     assert "Index Scan using fact_version_periods_idx" in plans[anatomy.PAST_ALONE]
+    assert "Index Scan using bench_key_current_pkey" in plans[anatomy.KEY_ROW_VERSIONS]
     assert result["differ"] == 0 and result["versions"] == 15 * 9 + 199
     # Every change of a key, the server's way included, wrote: one version closed, its
     # remainder and the new version inserted (the warm-up round: one change each way).
