@@ -23,21 +23,21 @@ its own:
   constraint by the key's integer (the second branch), alone;
 - and, beside them, a layout the store does not have: a copy of ``fact_key`` whose row
   also holds the key's current versions, as an array of ``bitemporal.versions`` rows
-  (``bench_key_current``, brought up to date before each round), so that a lookup about
-  current knowledge is one primary-key descent for the gate, the versions and their order.
-  It says how near to a primary-key lookup the gate and the order in one descent come.
+  (``bench_key_current``, brought up to date and vacuumed before each round), so that a
+  lookup about current knowledge is one primary-key descent for the gate, the versions and
+  their order. It says how near to a primary-key lookup the gate and the order in one
+  descent come.
 
 Each decomposition, and the other layout, is checked to return the versions ``as_of``
-returns. The same runs give
-each part's planning time: ``as_of`` is inlined into the query that calls it, so every
-query that is not a prepared statement's generic plan plans it again, and the goals'
-execution times leave that out. So, from Python, end to end, it times a primary-key
-lookup, ``as_of`` for current and past knowledge, ``resolve`` (PL/pgSQL, whose
-statements' plans the session keeps) and ``as_of_planned`` (``as_of`` from PL/pgSQL, which
-the API asks where psycopg never prepares; migration 0037), each as a prepared statement
-(psycopg's ``prepare=True``) and not (``prepare=False``, planned at every call, as through
-a pooler in transaction mode), and reads from ``pg_prepared_statements`` how many of the prepared
-runs had a generic plan.
+returns. The same runs give each part's planning time: ``as_of`` is inlined into the query
+that calls it, so every query that is not a prepared statement's generic plan plans it
+again, and the goals' execution times leave that out. So, from Python, end to end, it
+times a primary-key lookup, ``as_of`` for current and past knowledge, ``resolve``
+(PL/pgSQL, whose statements' plans the session keeps) and ``as_of_planned`` (``as_of``
+from PL/pgSQL, which the API asks where psycopg never prepares; migration 0037), each as a
+prepared statement (psycopg's ``prepare=True``) and not (``prepare=False``, planned at
+every call, as through a pooler in transaction mode), and reads from
+``pg_prepared_statements`` how many of the prepared runs had a generic plan.
 
 Through the API, it times ``Facts.as_of`` (current and past knowledge) and
 ``Facts.resolve`` beside the statement each sends, run on a bare psycopg cursor with the
@@ -237,7 +237,8 @@ def lookup_round(
     conn: psycopg.Connection[Any], asked: list[dict[str, Any]], rng: random.Random
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], int]:
     """Every part on every question, in a new order each time: its execution and its
-    planning times; and how many of the decompositions returned other versions than as_of."""
+    planning times; and how many of the decompositions (and the other layout, brought up to
+    date first) returned other versions than as_of."""
     for statement in KEY_ROW_REFRESH:
         conn.execute(statement)
     timings: dict[str, list[float]] = {name: [] for name in PARTS}

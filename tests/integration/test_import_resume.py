@@ -22,7 +22,8 @@ from bitemporal import InvalidInputError, Key, Store, cli, connect
 from bitemporal.importing import import_file, read_jsonl
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
-KEYS, ROUNDS = 60, 25  # 1,500 rows: 30 batches of 50, 10 a lane with three jobs
+# 1,500 rows: 30 batches of 50, about 10 a lane with three jobs (a key's lane is its hash's).
+KEYS, ROUNDS = 60, 25
 GATE = 520  # after this row, one for a key of its own: the test holds its lock
 
 
