@@ -142,9 +142,7 @@ KEY_ROW_REFRESH = (
     """UPDATE bench_key_current c
    SET last_known_at = k.last_known_at,
        versions = ARRAY(
-           SELECT ROW(v.version_id, v.entity, v.attribute, v.source, v.value, v.valid_period,
-                      v.known_period, v.recorded_by, v.carried_from)::bitemporal.versions
-             FROM bitemporal.fact_version v
+           SELECT v FROM bitemporal.versions v
             WHERE v.entity = k.entity AND v.attribute = k.attribute
               AND upper_inf(v.known_period)
             ORDER BY v.version_id)
