@@ -276,7 +276,7 @@ def _resolve(args: argparse.Namespace) -> int:
         f"{answer.key}: {value}\n"
         f"status: {answer.status.value}; interpretation: {answer.interpretation.value}\n"
         f"valid at {stamp(answer.valid_at)}, known at {stamp(answer.known_at)}, "
-        f"asked on {stamp(answer.now)}"
+        f"asked on {stamp(answer.now)} (times in UTC)"
     )
     if answer.versions:
         sys.stdout.write(versions_table(answer.versions))

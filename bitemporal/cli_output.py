@@ -55,9 +55,18 @@ def print_problems(exc: ImportFailed, stream: IO[str] | None = None) -> None:
 
 
 def versions_table(versions: Sequence[Version]) -> str:
-    """Versions as a text table, one line each, open ends as ``(open)``, an erased
-    value as ``(erased)``."""
-    header = ("version", "source", "value", "valid from", "valid to", "known from", "known to")
+    """Versions as a text table, one line each, times in UTC (the headers say so, since
+    nothing else on the line does), open ends as ``(open)``, an erased value as
+    ``(erased)``."""
+    header = (
+        "version",
+        "source",
+        "value",
+        "valid from (UTC)",
+        "valid to (UTC)",
+        "known from (UTC)",
+        "known to (UTC)",
+    )
     rows = [
         (
             v.version_id,

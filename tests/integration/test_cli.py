@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,43 @@ def test_record_resolve_history_retract(
         capsys, *base, "resolve", key.entity, key.attribute, "--valid-at", "2026-07-01"
     )
     assert "status: missing" in out
+
+
+def test_text_output_is_in_utc_and_says_so(database_url: str, key: Key) -> None:
+    """The text of resolve and history prints instants in UTC, whatever the time zone of the
+    machine (TZ) and of the session (PGTZ), and says so: a time without a zone on an audit's
+    screen would be read as local. The instants straddle New York's spring change."""
+    env = {**os.environ, "TZ": "America/New_York", "PGTZ": "Asia/Kolkata"}
+
+    def cli_text(*args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "bitemporal", "--url", database_url, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def cells(line: str) -> list[str]:
+        return re.split(r"\s{2,}", line.strip())
+
+    name = (key.entity, key.attribute)
+    cli_text("record", *name, "7", "--source", "s", "--valid-from", "2026-03-08T06:30:00+00:00",
+             "--known-at", "2025-12-15T00:00:00-05:00")  # fmt: skip
+    utc_columns = ["valid from (UTC)", "valid to (UTC)", "known from (UTC)", "known to (UTC)"]
+    header, _, row = cli_text("history", *name).splitlines()
+    assert cells(header)[3:] == utc_columns
+    assert cells(row)[3:] == ["2026-03-08 06:30", "(open)", "2025-12-15 05:00", "(open)"]
+    lines = cli_text(
+        "resolve", *name, "--valid-at", "2026-03-08T03:00:00-04:00", "--known-at", "2026-01-01"
+    ).splitlines()
+    assert lines[2].startswith("valid at 2026-03-08 07:00, known at 2026-01-01 00:00, asked on ")
+    assert lines[2].endswith(" (times in UTC)")
+    assert cells(lines[3])[3:] == utc_columns
+    assert cells(lines[5])[3:5] == ["2026-03-08 06:30", "(open)"]
 
 
 def test_errors_are_reported_not_raised(
