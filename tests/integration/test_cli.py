@@ -121,6 +121,9 @@ def test_text_output_is_in_utc_and_says_so(database_url: str, key: Key) -> None:
     assert lines[2].endswith(" (times in UTC)")
     assert cells(lines[3])[3:] == utc_columns
     assert cells(lines[5])[3:5] == ["2026-03-08 06:30", "(open)"]
+    answer = json.loads(cli_text("resolve", *name, "--valid-at", "2026-03-08T07:00:00Z", "--json"))
+    assert answer["valid_at"] == "2026-03-08T07:00:00+00:00"
+    assert answer["versions"][0]["known_from"] == "2025-12-15T05:00:00+00:00"
 
 
 def test_errors_are_reported_not_raised(
