@@ -48,17 +48,28 @@ def to_optional_instant(value: Instant | None, *, name: str = "time") -> datetim
 
 def parse_instant(text: object, *, name: str | None = None) -> Instant:
     """An instant written as input (command line, import files): an ISO 8601 date
-    (midnight UTC) or datetime; InvalidTimeError naming ``name`` otherwise."""
+    (midnight UTC) or datetime with its offset; InvalidTimeError naming ``name``
+    otherwise (NaiveDatetimeError for a datetime without an offset, with a hint for
+    whoever wrote the text rather than :func:`to_instant`'s for Python code)."""
     what = f"{name} " if name else ""
     if not isinstance(text, str):
         raise InvalidTimeError(f"{what}must be an ISO 8601 date or datetime, not {text!r}")
     try:
-        return date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
+        if len(text) == 10:
+            return date.fromisoformat(text)
+        instant = datetime.fromisoformat(text)
     except ValueError as exc:
         raise InvalidTimeError(
             f"{what}{shown(text)} is not an ISO 8601 date or datetime",
             hint="e.g. 2026-09-01 or 2026-09-01T12:00:00+00:00",
         ) from exc
+    if instant.utcoffset() is None:
+        raise NaiveDatetimeError(
+            f"{what}{shown(text)} has no time zone",
+            hint="write its offset, as in 2026-09-01T12:00:00+02:00 or 2026-09-01T10:00:00Z,"
+            " or a date alone for midnight UTC",
+        )
+    return instant
 
 
 #: Ends from here on are open: 'infinity' is read as datetime.max (in UTC).

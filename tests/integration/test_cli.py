@@ -143,20 +143,31 @@ def test_errors_are_reported_not_raised(
         "s",
     )
     assert code == 1 and "not JSON" in err
-    code, _, err = run_cli(
-        capsys,
-        "--url",
-        database_url,
-        "record",
-        key.entity,
-        key.attribute,
-        "1",
-        "--source",
-        "s",
-        "--valid-from",
-        "2026-01-01T00:00:00",
+    # A time without an offset is a malformed command line, refused before the database,
+    # with a hint about what to write (not, as for Python code, what to pass).
+    with pytest.raises(SystemExit) as usage:
+        cli.main(["--url", database_url, "record", key.entity, key.attribute, "1",
+                  "--source", "s", "--valid-from", "2026-01-01T00:00:00"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and "no time zone" in err and "2026-09-01T10:00:00Z" in err, err
+
+
+def test_an_imported_time_without_offset_says_what_to_write(
+    capsys: pytest.CaptureFixture[str], database_url: str, key: Key, tmp_path: Path
+) -> None:
+    """A file's author gets the hint for text, as on the command line; nothing is written."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "entity,attribute,source,value,valid_from\n"
+        f"{key.entity},{key.attribute},s,1,2026-01-01\n"
+        f"{key.entity},{key.attribute},s,2,2026-03-08T02:30\n"
     )
-    assert code == 1 and "no time zone" in err
+    code, _, err = run_cli(capsys, "--url", database_url, "import", str(rows), "--quiet")
+    assert code == 1, err
+    assert "  line 3: valid_from '2026-03-08T02:30' has no time zone" in err, err
+    assert "2026-09-01T10:00:00Z" in err and "datetime(" not in err, err
+    code, _, err = run_cli(capsys, "--url", database_url, "history", key.entity, key.attribute)
+    assert code == 1 and "unknown key" in err, err
 
 
 @pytest.mark.not_on_citus(

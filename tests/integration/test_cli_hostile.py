@@ -87,6 +87,7 @@ FILES: dict[str, bytes] = {
     "null_value.jsonl": b'{"entity": "hostile:e", "attribute": "a", "source": "s", '
     b'"value": null}\n',
     "bad_date.jsonl": _jsonl(valid_from="2026-02-30").encode(),
+    "naive_time.jsonl": _jsonl(valid_from="2026-01-01T09:00").encode(),
     "huge_year.jsonl": _jsonl(valid_from="99999-01-01").encode(),
     "inverted.jsonl": _jsonl(valid_from="2026-02-01", valid_to="2026-01-01").encode(),
     "future.jsonl": _jsonl(known_at="2999-01-01T00:00:00+00:00").encode(),
@@ -146,7 +147,7 @@ CASES: list[tuple[str, list[str], int]] = [
     (
         "record naive datetime",
         ["record", "hostile:e", "a", "1", "--source", "s", "--valid-from", "2026-01-01T00:00"],
-        FAILURE,
+        USAGE,
     ),
     (
         "record inverted period",

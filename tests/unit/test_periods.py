@@ -9,7 +9,7 @@ from psycopg.types.range import Range
 from sqlalchemy.dialects.postgresql import Range as SqlalchemyRange
 
 from bitemporal import InvalidPeriodError, InvalidTimeError, NaiveDatetimeError, Period
-from bitemporal.periods import to_instant
+from bitemporal.periods import Instant, parse_instant, to_instant
 
 PLUS2 = timezone(timedelta(hours=2))
 
@@ -27,6 +27,29 @@ def test_naive_datetime_is_refused_with_a_hint() -> None:
     with pytest.raises(NaiveDatetimeError, match="no time zone") as caught:
         to_instant(datetime(2026, 9, 1), name="valid_from")
     assert "valid_from" in str(caught.value) and caught.value.hint
+
+
+@pytest.mark.parametrize("text", ["2026-09-01T12:00", "2026-09-01 12:00:00.5", "2026-09-01T12"])
+def test_written_time_without_offset_is_refused_with_a_hint_for_its_writer(text: str) -> None:
+    """Text (a command line, an import file) cannot pass an aware datetime: its hint says what
+    to write instead, not what Python code should pass."""
+    with pytest.raises(NaiveDatetimeError, match="no time zone") as caught:
+        parse_instant(text, name="valid_from")
+    assert (
+        caught.value.hint and "+02:00" in caught.value.hint and "datetime(" not in str(caught.value)
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "instant"),
+    [
+        ("2026-09-01", date(2026, 9, 1)),
+        ("2026-09-01T12:00Z", datetime(2026, 9, 1, 12, tzinfo=UTC)),
+        ("2026-09-01T14:00:00+02:00", datetime(2026, 9, 1, 12, tzinfo=UTC)),
+    ],
+)
+def test_written_dates_and_times_with_offsets_are_read(text: str, instant: Instant) -> None:
+    assert parse_instant(text) == instant
 
 
 @pytest.mark.parametrize("value", ["2026-09-01", 1_700_000_000, None])
