@@ -106,7 +106,8 @@ def run(out: TextIO, url: str | None = None) -> list[tuple[Question, Answer]]:
             store = Store(conn)
             version = conn.info.server_version // 10000
             out.write(
-                f"bitemporal demo on PostgreSQL {version}: {KEY}\n\nWhat the store was told:\n"
+                f"bitemporal demo on PostgreSQL {version}: {KEY} (times in UTC)\n\n"
+                "What the store was told:\n"
             )
             versions: list[int] = []
             for w in WRITES:
@@ -153,7 +154,7 @@ def run(out: TextIO, url: str | None = None) -> list[tuple[Question, Answer]]:
         )
         for q, a in answers
     ]
-    out.write("\nWhat it answers (times in UTC):\n")
+    out.write("\nWhat it answers:\n")
     out.write(format_table(header, rows))
     out.write(agents)
     return answers

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from .errors import ConfigurationError, InvalidInputError
@@ -148,10 +148,11 @@ def draw(
     axes.axhline(number(now), color="grey", linewidth=0.8, linestyle=":")
     axes.set_xlim(number(x_lo), number(x_hi))
     axes.set_ylim(number(y_lo), number(y_hi))
-    axes.xaxis_date()
-    axes.yaxis_date()
-    axes.set_xlabel("valid time (when it applies)")
-    axes.set_ylabel("knowledge time (when the store held it)")
+    # In UTC, as the command's other output, whatever matplotlib's own time zone setting.
+    axes.xaxis_date(UTC)
+    axes.yaxis_date(UTC)
+    axes.set_xlabel("valid time, UTC (when it applies)")
+    axes.set_ylabel("knowledge time, UTC (when the store held it)")
     axes.set_title(title)
     figure.autofmt_xdate()
     figure.tight_layout()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
 import pytest
 
 from bitemporal import Key, Store, cli
@@ -48,6 +49,18 @@ def test_one_rectangle_per_version_with_its_periods(
     conflicting = sorted(s.label for s in shapes if s.conflict)
     assert conflicting == ["80 (policy)", "90 (forum)"]
     assert (tmp_path / "example.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_axes_are_in_utc_whatever_matplotlib_s_time_zone(
+    store: Store, example: Key, tmp_path: Path
+) -> None:
+    """The drawing's dates are UTC, as its labels say: the same picture when matplotlib's
+    own ``timezone`` setting (a user's matplotlibrc) names another zone."""
+    history, now = store.facts.history(example), store.now()
+    draw(history, tmp_path / "default.png", title="t", now=now)
+    with matplotlib.rc_context({"timezone": "America/New_York"}):
+        draw(history, tmp_path / "new_york.png", title="t", now=now)
+    assert (tmp_path / "new_york.png").read_bytes() == (tmp_path / "default.png").read_bytes()
 
 
 def test_rectangles_need_no_matplotlib(store: Store, example: Key) -> None:
