@@ -196,7 +196,8 @@ class ImportReport:
 
     def committed(self, path: str) -> str:
         """Which lines of the file are committed, said for an error message."""
-        if not self.last_line:
+        # Not last_line: a CSV file's header is line 1, read through before any row commits.
+        if not self.rows:
             return f"nothing of {path} was committed"
         return f"lines 1-{self.last_line} of {path} were committed ({self.rows:,} rows)"
 

@@ -166,6 +166,7 @@ def test_an_imported_time_without_offset_says_what_to_write(
     assert code == 1, err
     assert "  line 3: valid_from '2026-03-08T02:30' has no time zone" in err, err
     assert "2026-09-01T10:00:00Z" in err and "datetime(" not in err, err
+    assert f"nothing of {rows} was committed" in err.splitlines()[0], err
     code, _, err = run_cli(capsys, "--url", database_url, "history", key.entity, key.attribute)
     assert code == 1 and "unknown key" in err, err
 
