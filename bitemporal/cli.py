@@ -67,6 +67,13 @@ def parse_value(text: str) -> Any:
         ) from exc
 
 
+#: The epilog of the commands that take times.
+TIMES = (
+    "TIME is an ISO 8601 date, read as midnight UTC (2026-09-01), or a date and time with "
+    "its offset (2026-09-01T12:00:00+02:00, 2026-09-01T10:00:00Z). Times printed are in UTC."
+)
+
+
 def _instant_arg(text: str) -> Instant:
     # argparse reports an ArgumentTypeError's message as a usage error (exit 2).
     try:
@@ -421,19 +428,22 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument("attribute")
         return sub
 
+    def time(sub: argparse.ArgumentParser, option: str, help: str | None = None) -> None:
+        sub.add_argument(option, type=_instant_arg, metavar="TIME", help=help)
+
     def period(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--source", required=True)
-        sub.add_argument("--valid-from", type=_instant_arg, help="default: open")
-        sub.add_argument("--valid-to", type=_instant_arg, help="default: open")
-        sub.add_argument("--known-at", type=_instant_arg, help="default: the transaction time")
+        time(sub, "--valid-from", "default: open")
+        time(sub, "--valid-to", "default: open")
+        time(sub, "--known-at", "default: the transaction time")
 
-    record = keyed("record", "record a value (JSON) for a valid period")
+    record = keyed("record", "record a value (JSON) for a valid period", epilog=TIMES)
     record.add_argument("value", help="a JSON value, e.g. 80 or '\"text\"'")
     period(record)
     record.add_argument("--recorded-by")
     record.set_defaults(handler=_record)
 
-    retract = keyed("retract", "retract a source's value for a valid period")
+    retract = keyed("retract", "retract a source's value for a valid period", epilog=TIMES)
     period(retract)
     retract.set_defaults(handler=_retract)
 
@@ -464,10 +474,10 @@ def parser() -> argparse.ArgumentParser:
     command(retention_commands, "list", "list the retention policies")
     retention.set_defaults(handler=_retention)
 
-    resolve = keyed("resolve", "answer (valid_at, known_at) with status")
-    resolve.add_argument("--valid-at", type=_instant_arg)
-    resolve.add_argument("--known-at", type=_instant_arg)
-    resolve.add_argument("--now", type=_instant_arg, help="the present answers are read against")
+    resolve = keyed("resolve", "answer (valid_at, known_at) with status", epilog=TIMES)
+    time(resolve, "--valid-at", "default: the present")
+    time(resolve, "--known-at", "default: the present")
+    time(resolve, "--now", "the present answers are read against (default: the database's)")
     resolve.add_argument("--json", action="store_true")
     resolve.set_defaults(handler=_resolve)
 

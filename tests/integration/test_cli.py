@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +283,21 @@ def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
         for markup in ("``", ":meth:", ":class:", ":mod:", "`"):
             assert markup not in text, (command, markup, text)
         assert "--url" in text, command  # the global option, on every command
+
+
+def test_the_help_of_every_command_taking_times_says_how_to_write_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """... with examples the command reads, as the instants the help says they are."""
+    helps = _all_help(capsys)
+    for command in ("record", "retract", "resolve"):
+        assert "TIME is an ISO 8601 date" in " ".join(helps[command].split()), command
+    examples = re.findall(r"\d{4}-\d\d-\d\d[^ ,)]*", cli.TIMES)
+    assert [parse_instant(t) for t in examples] == [
+        date(2026, 9, 1),
+        datetime(2026, 9, 1, 10, tzinfo=UTC),
+        datetime(2026, 9, 1, 10, tzinfo=UTC),
+    ]
 
 
 def test_a_bad_time_says_the_library_s_message_and_hint(
