@@ -70,7 +70,7 @@ def parse_value(text: str) -> Any:
 #: The epilog of the commands that take times.
 TIMES = (
     "TIME is an ISO 8601 date, read as midnight UTC (2026-09-01), or a date and time with "
-    "its offset (2026-09-01T12:00:00+02:00, 2026-09-01T10:00:00Z). Times printed are in UTC."
+    "its offset (2026-09-01T12:00:00+02:00, 2026-09-01T10:00:00Z)."
 )
 
 

@@ -21,6 +21,21 @@ from bitemporal.periods import parse_instant
 from tests.helpers import run_cli
 
 
+def run_command(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``bitemporal ARGS`` as a user runs it, in a process of its own (``env``: its
+    environment, default this one's): exit code, standard output and error as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "bitemporal", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
 def test_record_resolve_history_retract(
     capsys: pytest.CaptureFixture[str], database_url: str, key: Key
 ) -> None:
@@ -94,14 +109,7 @@ def test_text_output_is_in_utc_and_says_so(database_url: str, key: Key) -> None:
     env = {**os.environ, "TZ": "America/New_York", "PGTZ": "Asia/Kolkata"}
 
     def cli_text(*args: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "-m", "bitemporal", "--url", database_url, *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-            check=False,
-        )
+        result = run_command("--url", database_url, *args, env=env)
         assert result.returncode == 0, result.stderr
         return result.stdout
 
@@ -210,13 +218,8 @@ EXPECTED = {
 
 def test_demo(server_url: str) -> None:
     """The demo, as a user runs it: a process of its own, a scratch database of its own."""
-    result = subprocess.run(
-        [sys.executable, "-m", "bitemporal", "--url", server_url, "demo"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    result = run_command("--url", server_url, "demo")
+    assert result.returncode == 0, result.stderr
     rows: dict[str, Any] = {}
     for line in result.stdout.splitlines():
         for kind in EXPECTED:
@@ -323,14 +326,7 @@ def _without_url(data_home: Path) -> dict[str, str]:
 
 def _resolve_without_url(data_home: Path) -> tuple[int, list[str]]:
     """``bitemporal resolve e a`` with no URL anywhere: exit code and stderr lines."""
-    result = subprocess.run(
-        [sys.executable, "-m", "bitemporal", "resolve", "e", "a"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=_without_url(data_home),
-        check=False,
-    )
+    result = run_command("resolve", "e", "a", env=_without_url(data_home), timeout=180)
     assert "Traceback" not in result.stderr, result.stderr
     return result.returncode, result.stderr.splitlines()
 
@@ -364,13 +360,6 @@ def test_an_embedded_server_that_cannot_start_is_an_error(embedded_home: Path) -
 
 
 def test_offline_commands_need_no_database_and_say_nothing(embedded_home: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "bitemporal", "db", "sql"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_without_url(embedded_home),
-        check=True,
-    )
-    assert result.stderr == "" and "COMMIT" in result.stdout
+    result = run_command("db", "sql", env=_without_url(embedded_home))
+    assert result.returncode == 0 and result.stderr == "" and "COMMIT" in result.stdout
     assert not any(embedded_home.iterdir())
