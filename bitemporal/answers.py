@@ -30,7 +30,7 @@ from typing import Any
 
 from .formatting import human_time, human_value, iso_time, parse_time
 from .jsonvalues import JSON, dumps
-from .model import Interpretation, Key, Status
+from .model import Interpretation, Key, Status, check_key
 from .operations import Statement, Steps, one, whole
 from .periods import Instant, to_optional_instant
 from .reply_check import CheckReport, Claims, check_reply
@@ -290,7 +290,7 @@ def fetch(
     """``bitemporal.explain`` for ``key``, as an :class:`Explanation`: the steps of
     :meth:`Facts.explain <bitemporal.Facts.explain>` (see :mod:`bitemporal.operations`)."""
     args = (
-        key.entity,
+        check_key(key).entity,
         key.attribute,
         to_optional_instant(valid_at, name="valid_at"),
         to_optional_instant(known_at, name="known_at"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .model import ChangeKind, Key, Version
+from .model import ChangeKind, Key, Version, optional_key_parts
 from .operations import Statement, Steps
 from .periods import Instant, to_optional_instant
 
@@ -50,8 +50,7 @@ def fetch(
     args = (
         to_optional_instant(known_from, name="known_from"),
         to_optional_instant(known_to, name="known_to"),
-        None if key is None else key.entity,
-        None if key is None else key.attribute,
+        *optional_key_parts(key),
     )
     rows = yield Statement(
         "SELECT change::text AS change, changed_at, version_id, entity, attribute, source, "

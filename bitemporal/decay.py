@@ -33,14 +33,13 @@ from typing import Any, ClassVar, TypeAlias
 
 from .errors import (
     InvalidInputError,
-    InvalidKeyError,
     InvalidMemoryNameError,
     InvalidPolicyError,
     InvalidStabilityError,
     UnknownItemError,
     check_text,
 )
-from .model import Key
+from .model import Key, check_optional_key, optional_key_parts
 from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 
 #: Stabilities (in turns) are kept within these bounds, so that no product or
@@ -229,8 +228,7 @@ def _check_name(what: str, value: object) -> str:
 
 
 def _check_register(key: object, pinned: object) -> None:
-    if key is not None and not isinstance(key, Key):
-        raise InvalidKeyError(f"key must be a bitemporal.Key or None, not {type(key).__name__}")
+    check_optional_key(key)
     if not isinstance(pinned, bool):
         raise InvalidInputError(f"pinned must be True or False, not {pinned!r}")
 
@@ -342,8 +340,7 @@ class MemoryOperations:
         args = (
             self.namespace,
             item_id,
-            None if key is None else key.entity,
-            None if key is None else key.attribute,
+            *optional_key_parts(key),
             pinned,
             None if stability is None else own,
         )

@@ -67,7 +67,8 @@ class InvalidTimeError(InvalidInputError, TypeError):
 
 class InvalidKeyError(InvalidInputError):
     """An entity, attribute or source is empty, longer than 1024 bytes, contains NUL, or is
-    not text."""
+    not text; or a key argument is not a :class:`~bitemporal.Key` (a tuple or a string of
+    its parts is refused before the database, not guessed at)."""
 
     sqlstate = "BT005"
 

@@ -38,8 +38,10 @@ from .model import (
     Key,
     Recorded,
     Version,
+    check_key,
     check_key_part,
     json_text,
+    optional_key_parts,
 )
 from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 from .periods import Instant, period_bounds, to_optional_instant
@@ -124,10 +126,6 @@ def _check_passage(
     check_optional_text("recorded_by", recorded_by)
 
 
-def _key_args(key: Key | None) -> tuple[str | None, str | None]:
-    return (None, None) if key is None else (key.entity, key.attribute)
-
-
 class EvidenceOperations:
     """Passages of fact versions, and retrieval that filters before it ranks; run by
     :class:`Evidence` (sync API) and :class:`AsyncEvidence` (async API)."""
@@ -182,6 +180,7 @@ class EvidenceOperations:
         """Record a value (as :meth:`Facts.record <bitemporal.Facts.record>`) and the
         passage it came from, in one transaction. When the value was already known,
         the passage is attached to the existing version."""
+        check_key(key)
         check_key_part("source", source)
         _check_passage(passage, document, language, recorded_by)
         vector = None if embedding is None else _embedding(embedding)
@@ -251,7 +250,13 @@ class EvidenceOperations:
         return (
             yield from _hits(
                 "bitemporal.search_evidence(%s, %s, %s, %s, %s, %s, %s)",
-                (query, *_question(valid_at, known_at), _limit(limit), language, *_key_args(key)),
+                (
+                    query,
+                    *_question(valid_at, known_at),
+                    _limit(limit),
+                    language,
+                    *optional_key_parts(key),
+                ),
             )
         )
 
@@ -289,7 +294,13 @@ class EvidenceOperations:
         return (
             yield from _hits(
                 "bitemporal.rank_versions(%s::bigint[], %s::float8[], %s, %s, %s, %s, %s)",
-                (ids, values, *_question(valid_at, known_at), _limit(limit), *_key_args(key)),
+                (
+                    ids,
+                    values,
+                    *_question(valid_at, known_at),
+                    _limit(limit),
+                    *optional_key_parts(key),
+                ),
             )
         )
 
@@ -313,7 +324,7 @@ class EvidenceOperations:
                     _embedding(embedding),
                     *_question(valid_at, known_at),
                     _limit(limit),
-                    *_key_args(key),
+                    *optional_key_parts(key),
                 ),
             )
         )

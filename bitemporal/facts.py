@@ -29,6 +29,7 @@ from .model import (
     Recorded,
     Status,
     Version,
+    check_key,
     check_key_part,
     check_reason,
     json_text,
@@ -179,6 +180,7 @@ class FactOperations:
         or a lost connection, say) returns the first attempt's result and
         writes nothing; reusing a key for a different request is an error.
         """
+        check_key(key)
         check_key_part("source", source)
         check_optional_text("recorded_by", recorded_by)
         if idempotency_key is not None:
@@ -248,6 +250,7 @@ class FactOperations:
 
         Returns the versions whose knowledge ended (empty: nothing to retract).
         """
+        check_key(key)
         check_key_part("source", source)
         args = (
             key.entity,
@@ -268,7 +271,7 @@ class FactOperations:
         behind a pooler in transaction mode) it asks ``bitemporal.as_of_planned``, the same
         question with a plan the session keeps."""
         args = (
-            key.entity,
+            check_key(key).entity,
             key.attribute,
             to_optional_instant(valid_at, name="valid_at"),
             to_optional_instant(known_at, name="known_at"),
@@ -293,7 +296,7 @@ class FactOperations:
         every attempt to read the answer with them.
         """
         args = (
-            key.entity,
+            check_key(key).entity,
             key.attribute,
             to_optional_instant(valid_at, name="valid_at"),
             to_optional_instant(known_at, name="known_at"),
@@ -326,7 +329,7 @@ class FactOperations:
         each was really written and closed and, for an erased one, when and by which
         erasure. Any role that may read (the function gives what the reader role may not
         read from the table)."""
-        rows = yield Statement(_HISTORY, (key.entity, key.attribute), binary=True)
+        rows = yield Statement(_HISTORY, (check_key(key).entity, key.attribute), binary=True)
         return [_version(key, row) for row in sorted(rows, key=_by_version_id)]
 
     @writes
@@ -341,7 +344,7 @@ class FactOperations:
         the role ``bitemporal_eraser``; waits for a write to the key in flight."""
         rows = yield Statement(
             "SELECT * FROM bitemporal.erase(%s, %s, %s)",
-            (key.entity, key.attribute, check_reason(reason)),
+            (check_key(key).entity, key.attribute, check_reason(reason)),
             dicts=True,
         )
         return Erasure.from_row(rows[0]) if rows else None

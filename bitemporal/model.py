@@ -81,6 +81,28 @@ class Key:
         return f"{self.entity}/{self.attribute}"
 
 
+def check_key(key: object) -> Key:
+    """``key`` if it is a :class:`Key`, else InvalidKeyError: a tuple or a string is
+    refused rather than guessed at, since only the caller knows which part is the entity."""
+    if not isinstance(key, Key):
+        raise InvalidKeyError(
+            f"key must be a bitemporal.Key, not {type(key).__name__} {key!r}",
+            hint="write Key(entity, attribute), e.g. Key('mailer:prod', 'attachment_limit_mb')",
+        )
+    return key
+
+
+def check_optional_key(key: object) -> Key | None:
+    """``key`` if it is None or a :class:`Key`, else InvalidKeyError (see :func:`check_key`)."""
+    return None if key is None else check_key(key)
+
+
+def optional_key_parts(key: object) -> tuple[str | None, str | None]:
+    """``(entity, attribute)`` of an optional key filter, ``(None, None)`` for None."""
+    checked = check_optional_key(key)
+    return (None, None) if checked is None else (checked.entity, checked.attribute)
+
+
 @dataclass(frozen=True, slots=True)
 class Version:
     """One fact version: a source's value for a valid period, held for a known period."""

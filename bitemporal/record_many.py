@@ -30,7 +30,7 @@ from .errors import (
     check_optional_text,
 )
 from .jsonvalues import JSON
-from .model import Key, Recorded, check_key_part, json_text
+from .model import Key, Recorded, check_key, check_key_part, json_text
 from .operations import Copy, Statement, Steps
 from .periods import Instant, Period, to_optional_instant
 
@@ -122,7 +122,7 @@ def _has_nul(value: Any) -> bool:
 def _fields(row: RecordRow | Mapping[str, Any]) -> tuple[Any, ...]:
     if isinstance(row, RecordRow):
         return (
-            row.key.entity,
+            check_key(row.key).entity,
             row.key.attribute,
             row.source,
             row.value,
@@ -144,9 +144,7 @@ def _fields(row: RecordRow | Mapping[str, Any]) -> tuple[Any, ...]:
     if "key" in row:
         if "entity" in row or "attribute" in row:
             raise InvalidInputError("give either key or entity and attribute, not both")
-        key = row["key"]
-        if not isinstance(key, Key):
-            raise InvalidInputError(f"key must be a Key, not {type(key).__name__}")
+        key = check_key(row["key"])
         entity, attribute = key.entity, key.attribute
     else:
         missing = [name for name in ("entity", "attribute") if name not in row] + missing

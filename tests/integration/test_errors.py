@@ -12,6 +12,7 @@ import pytest
 
 from bitemporal import (
     AppendOnlyError,
+    BatchError,
     BitemporalError,
     InvalidInputError,
     InvalidKeyError,
@@ -22,6 +23,7 @@ from bitemporal import (
     KnowledgeTimeInFutureError,
     KnowledgeTimeInPastError,
     NaiveDatetimeError,
+    RecordRow,
     Store,
     UnknownKeyError,
     errors,
@@ -214,6 +216,46 @@ def test_version_by_id(store: Store, seeded: Key) -> None:
 def test_malformed_key(entity: object) -> None:
     with pytest.raises(InvalidKeyError):
         Key(entity, "attribute")  # type: ignore[arg-type]
+
+
+# Every method that takes a key, given its parts as a tuple (a guess at what a key is).
+KEY_CALLS: dict[str, Callable[[Store, Any], object]] = {
+    "record": lambda store, key: store.facts.record(key, 1, source="policy"),
+    "retract": lambda store, key: store.facts.retract(key, source="policy"),
+    "as_of": lambda store, key: store.facts.as_of(key),
+    "resolve": lambda store, key: store.facts.resolve(key),
+    "history": lambda store, key: store.facts.history(key),
+    "explain": lambda store, key: store.facts.explain(key),
+    "erase": lambda store, key: store.facts.erase(key, reason="a request"),
+    "changes": lambda store, key: store.facts.changes(key=key),
+    "evidence.record": lambda store, key: store.evidence.record(
+        key, 1, source="policy", passage="the limit is 1"
+    ),
+    "evidence.search": lambda store, key: store.evidence.search("limit", key=key),
+    "evidence.rank": lambda store, key: store.evidence.rank({1: 1.0}, key=key),
+    "evidence.nearest": lambda store, key: store.evidence.nearest([1.0], key=key),
+    "memory.register": lambda store, key: store.memory("errors").register("item", key=key),
+    "record_many, RecordRow": lambda store, key: store.facts.record_many(
+        [RecordRow(key, 1, "policy")]
+    ),
+    "record_many, mapping": lambda store, key: store.facts.record_many(
+        [{"key": key, "value": 1, "source": "policy"}]
+    ),
+}
+
+
+@pytest.mark.parametrize("call", KEY_CALLS.values(), ids=KEY_CALLS.keys())
+def test_a_key_that_is_not_a_key(store: Store, seeded: Key, call: Callable[..., object]) -> None:
+    err = unchanged(
+        store,
+        seeded,
+        BitemporalError,
+        lambda: call(store, (seeded.entity, seeded.attribute)),
+    )
+    cause = err.rows[0][1] if isinstance(err, BatchError) else str(err)
+    assert isinstance(err, InvalidKeyError | BatchError)
+    assert f"key must be a bitemporal.Key, not tuple ('{seeded.entity}'" in cause
+    assert "write Key(entity, attribute)" in cause
 
 
 @pytest.mark.parametrize("source", ["", "x" * 1025, "nul\x00"])
