@@ -27,6 +27,7 @@ from psycopg import sql
 from psycopg.abc import AdaptContext
 
 from .errors import (
+    InvalidInputError,
     InvalidKeyError,
     InvalidValueError,
     UnknownTableError,
@@ -128,7 +129,7 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
     if isinstance(table, type):
         mapped = getattr(table, "__table__", None)
         if not isinstance(mapped, sqlalchemy.Table):
-            raise TypeError(f"{table.__name__} is not a mapped class")
+            raise InvalidInputError(f"{table.__name__} is not a mapped class")
         table = mapped
     if isinstance(table, sqlalchemy.Table):
         schema, name = table.schema, table.name
@@ -136,7 +137,7 @@ def table_name(table: TableRef) -> tuple[str | None, str]:
         schema, dot, name = table.rpartition(".")
         schema = (schema or None) if dot else None
     else:
-        raise TypeError(
+        raise InvalidInputError(
             f"a table is a name, a SQLAlchemy Table or a mapped class, not {type(table).__name__}"
         )
     check_optional_text("table name", name)
@@ -171,6 +172,16 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, UUID | timedelta):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not a column value bitemporal can pass")
+
+
+def _check_mapping(what: str, value: object, error: type[InvalidInputError]) -> None:
+    """Refuse a row or key that is not a mapping before any I/O: a tuple of values or a
+    list of pairs would otherwise be read as column names."""
+    if not isinstance(value, Mapping):
+        raise error(
+            f"{what} must be a mapping of column name to value, not {type(value).__name__}",
+            hint="app_tables.definition(table) lists the table's key and value columns",
+        )
 
 
 def _row_json(row: Mapping[str, Any]) -> str:
@@ -310,6 +321,7 @@ class ApplicationTableOperations:
         remainders re-recorded; a row already known for the whole period
         changes nothing (``created`` is False).
         """
+        _check_mapping("row", row, InvalidValueError)
         d = yield from self._definition(table)
         self._check_columns(d, row, key_only=False)
         query = sql.SQL(
@@ -341,6 +353,7 @@ class ApplicationTableOperations:
     ) -> Steps[tuple[int, ...]]:
         """Sequenced delete of ``key`` over ``[valid_from, valid_to)``; returns the ended
         versions."""
+        _check_mapping("key", key, InvalidKeyError)
         d = yield from self._definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(
@@ -373,6 +386,7 @@ class ApplicationTableOperations:
         :class:`~bitemporal.InvalidReasonError` for a blank reason,
         :class:`~bitemporal.NotErasableError` when a value column is ``NOT NULL``."""
         reason = check_reason(reason)
+        _check_mapping("key", key, InvalidKeyError)
         d = yield from self._definition(table)
         self._check_columns(d, key, key_only=True)
         # By position: the reason parameter has no name when a key column is called reason.
@@ -398,6 +412,8 @@ class ApplicationTableOperations:
     ) -> Steps[list[TableVersion]]:
         """The versions eligible at ``(valid_at, known_at)`` (None = now), of one key
         or of every key, ORDER BY version_id."""
+        if key is not None:
+            _check_mapping("key", key, InvalidKeyError)
         d = yield from self._definition(table)
         if key is not None:
             self._check_columns(d, key, key_only=True)
@@ -450,6 +466,7 @@ class ApplicationTableOperations:
     def history(self, table: TableRef, key: Mapping[str, Any]) -> Steps[list[TableVersion]]:
         """Every version of ``key``, superseded ones included, ORDER BY version_id.
         Raises :class:`~bitemporal.UnknownKeyError` for a key never recorded."""
+        _check_mapping("key", key, InvalidKeyError)
         d = yield from self._definition(table)
         self._check_columns(d, key, key_only=True)
         query = sql.SQL(

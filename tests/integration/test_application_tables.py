@@ -20,6 +20,7 @@ from psycopg import sql
 from bitemporal import (
     AppendOnlyError,
     ChangeKind,
+    InvalidInputError,
     InvalidKeyError,
     InvalidPeriodError,
     InvalidValueError,
@@ -285,6 +286,18 @@ def test_bad_input_raises_typed_errors_and_writes_nothing(
     ]
     for error, call in cases:
         with pytest.raises(error):
+            call()
+    # A row, key or table of the wrong type, refused before the database with what it must be.
+    misused: list[tuple[type[Exception], str, Callable[[], object]]] = [
+        (InvalidValueError, "row must be a mapping", lambda: t.record(prices, [*price().items()])),  # type: ignore[arg-type]
+        (InvalidKeyError, "key must be a mapping", lambda: t.as_of(prices, ("A1", "EUR"))),  # type: ignore[arg-type]
+        (InvalidKeyError, "key must be a mapping", lambda: t.retract(prices, ("A1", "EUR"))),  # type: ignore[arg-type]
+        (InvalidKeyError, "key must be a mapping", lambda: t.history(prices, "A1")),  # type: ignore[arg-type]
+        (InvalidInputError, "a table is a name", lambda: t.record(42, price())),  # type: ignore[arg-type]
+        (InvalidInputError, "int is not a mapped class", lambda: t.as_of(int)),
+    ]
+    for error, message, call in misused:
+        with pytest.raises(error, match=message):
             call()
     assert snapshot(conn, schema) == before
 
