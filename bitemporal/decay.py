@@ -39,7 +39,7 @@ from .errors import (
     UnknownItemError,
     check_text,
 )
-from .model import Key, check_optional_key, optional_key_parts
+from .model import Key, check_many, check_optional_key, optional_key_parts
 from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 
 #: Stabilities (in turns) are kept within these bounds, so that no product or
@@ -234,11 +234,9 @@ def _check_register(key: object, pinned: object) -> None:
 
 
 def _check_many(item_ids: object) -> list[str]:
-    if isinstance(item_ids, str) or not isinstance(item_ids, Iterable):
-        raise InvalidMemoryNameError(
-            f"item_ids must be an iterable of strings, not {type(item_ids).__name__}"
-        )
-    ids = [_check_name("item id", i) for i in item_ids]
+    ids = [
+        _check_name("item id", i) for i in check_many("item_ids", item_ids, InvalidMemoryNameError)
+    ]
     if len(set(ids)) != len(ids):
         raise InvalidMemoryNameError(
             "an item id appears twice in one call",

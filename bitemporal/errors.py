@@ -147,7 +147,9 @@ class PermissionDeniedError(BitemporalError, PermissionError):
 
 
 class ConfigurationError(BitemporalError):
-    """The database cannot be reached or set up as configured."""
+    """The database cannot be reached or set up as configured, or a store is built on
+    something that is not a connection, pool or SQLAlchemy session of the right driver (a
+    URL string among them: ``bitemporal.connect(url)`` connects by URL)."""
 
 
 class DatabaseError(BitemporalError):
@@ -273,8 +275,8 @@ class EmbeddingError(InvalidInputError):
 
 class InvalidSearchError(InvalidInputError):
     """Search arguments are malformed: a negative limit, a non-finite or duplicated
-    relevance score, score and id arrays of different lengths, an unknown or temporary text
-    search configuration (BT204)."""
+    relevance score, a score for an id no version could have, score and id arrays of
+    different lengths, an unknown or temporary text search configuration (BT204)."""
 
     sqlstate = "BT204"
 
@@ -294,7 +296,8 @@ class UnknownArtifactError(BitemporalError, LookupError):
 class InvalidArtifactError(InvalidInputError):
     """An artifact has an empty kind or ref, no inputs, or a derivation time earlier
     than one of its inputs or than the artifact it replaces, or it is retired before it was
-    derived (BT207)."""
+    derived (BT207); or an artifact or input id is not a whole number from 1 to 2**63 - 1, or
+    inputs are not given as a list (refused before the database)."""
 
     sqlstate = "BT207"
 
@@ -302,7 +305,8 @@ class InvalidArtifactError(InvalidInputError):
 class InvalidEvidenceError(InvalidInputError):
     """A passage is blank, a document reference empty, or the text search configuration
     unknown or in a temporary schema (``pg_temp``: it would vanish with its session and break
-    every search reaching the passage) (BT208)."""
+    every search reaching the passage) (BT208); or a version or evidence id is not a whole
+    number from 1 to 2**63 - 1 (refused before the database)."""
 
     sqlstate = "BT208"
 

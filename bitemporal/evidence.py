@@ -38,6 +38,7 @@ from .model import (
     Key,
     Recorded,
     Version,
+    check_id,
     check_key,
     check_key_part,
     json_text,
@@ -154,7 +155,14 @@ class EvidenceOperations:
             (
                 yield Statement(
                     "SELECT bitemporal.add_evidence(%s, %s, %s, %s, %s::real[], %s)",
-                    (version_id, passage, document, language, vector, recorded_by),
+                    (
+                        check_id("version_id", version_id, InvalidEvidenceError),
+                        passage,
+                        document,
+                        language,
+                        vector,
+                        recorded_by,
+                    ),
                 )
             )
         )
@@ -218,7 +226,7 @@ class EvidenceOperations:
             "FROM bitemporal.fact_version v JOIN bitemporal.evidence e "
             "ON e.version_id IN (v.version_id, v.carried_from) "
             "WHERE v.version_id = %s ORDER BY e.evidence_id",
-            (version_id,),
+            (check_id("version_id", version_id, InvalidEvidenceError),),
             dicts=True,
         )
         return [Passage(**row) for row in rows]
@@ -289,7 +297,7 @@ class EvidenceOperations:
                     f"score for version {version_id} is {score!r}; scores must be finite",
                     hint="NaN would sort above every real score",
                 )
-            ids.append(version_id)
+            ids.append(check_id("a version id of scores", version_id, InvalidSearchError))
             values.append(number)
         return (
             yield from _hits(
@@ -369,7 +377,8 @@ class EvidenceOperations:
     def set_embedding(self, evidence_id: int, embedding: Sequence[float]) -> Steps[None]:
         """Store (or replace) the embedding of a passage."""
         yield Statement(
-            "SELECT bitemporal.set_embedding(%s, %s::real[])", (evidence_id, _embedding(embedding))
+            "SELECT bitemporal.set_embedding(%s, %s::real[])",
+            (check_id("evidence_id", evidence_id, InvalidEvidenceError), _embedding(embedding)),
         )
 
 

@@ -19,7 +19,7 @@ from . import answers, changes, record_many
 from .answers import Explanation
 from .builders import builder, twin
 from .changes import Change
-from .errors import InvalidInputError, check_optional_text
+from .errors import check_optional_text
 from .jsonvalues import JSON, loads
 from .model import (
     Answer,
@@ -29,6 +29,7 @@ from .model import (
     Recorded,
     Status,
     Version,
+    check_id,
     check_key,
     check_key_part,
     check_reason,
@@ -48,25 +49,6 @@ from .operations import (
 )
 from .periods import Instant, Period, open_end, period_bounds, to_optional_instant
 from .record_many import RecordRow
-
-# Version ids are bigint identities, from 1: anything else names no version.
-_MAX_VERSION_ID = 2**63 - 1
-
-
-def _version_id(version_id: object) -> int:
-    """``version_id`` if it is an id a version could have; else :class:`InvalidInputError`,
-    before the database (which would refuse a non-integer with an error naming neither the
-    argument nor the problem)."""
-    if (
-        isinstance(version_id, bool)
-        or not isinstance(version_id, int)
-        or not 1 <= version_id <= _MAX_VERSION_ID
-    ):
-        raise InvalidInputError(
-            f"version_id must be a whole number from 1 to {_MAX_VERSION_ID}, not {version_id!r}"
-        )
-    return version_id
-
 
 _VERSION_COLUMNS = (
     "version_id, entity, attribute, source, value, valid_period, known_period, "
@@ -378,7 +360,7 @@ class FactOperations:
         """The version with this id (None if there is none): what an
         :class:`~bitemporal.Invalidation` names. An id no version could have (not an
         ``int``, or outside 1 to 2**63 - 1) raises :class:`InvalidInputError`."""
-        checked = _version_id(version_id)
+        checked = check_id("version_id", version_id)
         rows = yield Statement(
             f"SELECT {_VERSION_COLUMNS} FROM bitemporal.versions WHERE version_id = %s",
             (checked,),

@@ -14,7 +14,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from .errors import InvalidKeyError, InvalidReasonError, InvalidValueError, check_text
+from .errors import (
+    InvalidInputError,
+    InvalidKeyError,
+    InvalidReasonError,
+    InvalidValueError,
+    check_text,
+)
 from .jsonvalues import JSON, dumps
 from .periods import Period
 
@@ -53,6 +59,26 @@ class Interpretation(StrEnum):
 
 
 KEY_PART_LIMIT = 1024
+
+#: Version, artifact and evidence ids are bigint identities, from 1.
+MAX_ID = 2**63 - 1
+
+
+def check_id(what: str, value: object, error: type[InvalidInputError] = InvalidInputError) -> int:
+    """``value`` if it is an id a row could have, else ``error``, before the database (which
+    would refuse a non-integer, or one beyond bigint, with an error naming neither the
+    argument nor the problem, or as a function that does not exist)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        raise error(f"{what} must be a whole number from 1 to {MAX_ID}, not {value!r}")
+    return value
+
+
+def check_many(what: str, values: object, error: type[InvalidInputError]) -> Iterable[Any]:
+    """``values`` if it is a collection of items, else ``error``: a string is one item, not
+    a collection of characters, and a lone item is not a collection."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise error(f"{what} must be a list (or other iterable), not {type(values).__name__}")
+    return values
 
 
 def check_key_part(what: str, part: object) -> str:

@@ -43,7 +43,7 @@ from .errors import (
     check_optional_text,
 )
 from .jsonvalues import JSON, dumps
-from .model import Key, Version
+from .model import Key, Version, check_id, check_many
 from .operations import AsyncRepository, Statement, Steps, SyncRepository, one, reads, writes
 from .periods import Instant, to_optional_instant
 
@@ -148,19 +148,14 @@ class Invalidation:
         )
 
 
-def _ids(items: Iterable[int | Version | Artifact], what: str) -> list[int]:
+def _ids(items: object, what: str, kind: type[Version | Artifact]) -> list[int]:
+    """The ids of ``items``: ids, or ``kind`` objects (an Artifact among versions is not
+    taken for its id)."""
     ids = []
-    for item in items:
-        if isinstance(item, Version):
-            ids.append(item.version_id)
-        elif isinstance(item, Artifact):
-            ids.append(item.artifact_id)
-        elif isinstance(item, int) and not isinstance(item, bool):
-            ids.append(item)
-        else:
-            raise InvalidArtifactError(
-                f"{what} must be ids (or Version / Artifact objects), not {item!r}"
-            )
+    for item in check_many(what, items, InvalidArtifactError):
+        if isinstance(item, kind):
+            item = item.version_id if isinstance(item, Version) else item.artifact_id
+        ids.append(check_id(f"an id of {what}", item, InvalidArtifactError))
     return ids
 
 
@@ -216,8 +211,8 @@ class ProvenanceOperations:
         for what, text in (("kind", kind), ("ref", ref)):
             check_optional_text(what, text, InvalidArtifactError)
         check_optional_text("recorded_by", recorded_by)
-        version_ids = _ids(versions, "versions")
-        artifact_ids = _ids(artifacts, "artifacts")
+        version_ids = _ids(versions, "versions", Version)
+        artifact_ids = _ids(artifacts, "artifacts", Artifact)
         at = to_optional_instant(derived_at, name="derived_at")
         # Built from the call alone: a writer role may run the function but not read the tables.
         row = one(
@@ -257,7 +252,7 @@ class ProvenanceOperations:
             _ARTIFACT_QUERY.replace("{source}", "bitemporal.artifact").replace(
                 "{where}", "WHERE a.artifact_id = %s"
             ),
-            (artifact_id,),
+            (check_id("artifact_id", artifact_id, InvalidArtifactError),),
             dicts=True,
         )
         if not rows:
@@ -272,7 +267,10 @@ class ProvenanceOperations:
             (
                 yield Statement(
                     "SELECT bitemporal.retire_artifact(%s, %s)",
-                    (artifact_id, to_optional_instant(at, name="at")),
+                    (
+                        check_id("artifact_id", artifact_id, InvalidArtifactError),
+                        to_optional_instant(at, name="at"),
+                    ),
                 )
             )
         )
@@ -320,7 +318,7 @@ class ProvenanceOperations:
             _ARTIFACT_QUERY.replace(
                 "{source}", "bitemporal.dependents(%s::bigint[], %s::bigint[])"
             ).replace("{where}", ""),
-            (_ids(versions, "versions"), _ids(artifacts, "artifacts")),
+            (_ids(versions, "versions", Version), _ids(artifacts, "artifacts", Artifact)),
             dicts=True,
         )
         return [_artifact(row) for row in rows]

@@ -30,7 +30,7 @@ from .errors import (
     check_optional_text,
 )
 from .jsonvalues import JSON
-from .model import Key, Recorded, check_key, check_key_part, json_text
+from .model import Key, Recorded, check_key, check_key_part, check_many, json_text
 from .operations import Copy, Statement, Steps
 from .periods import Instant, Period, to_optional_instant
 
@@ -199,7 +199,7 @@ def stage_all(
     staged: list[Staged] = []
     errors: list[tuple[int, str | None, str]] = []
     total = 0
-    for line, row in enumerate(rows, start=1):
+    for line, row in enumerate(check_many("rows", rows, InvalidInputError), start=1):
         try:
             staged.append(stage(line, row))
         except BitemporalError as exc:
@@ -232,8 +232,8 @@ def record_many(
 ) -> Steps[list[Recorded]]:
     """The steps of :meth:`bitemporal.Facts.record_many` (see :mod:`bitemporal.operations`):
     run in one transaction."""
-    if max_errors < 1:
-        raise InvalidInputError(f"max_errors must be at least 1, not {max_errors}")
+    if isinstance(max_errors, bool) or not isinstance(max_errors, int) or max_errors < 1:
+        raise InvalidInputError(f"max_errors must be a whole number, 1 or more, not {max_errors!r}")
     staged = stage_all(rows, max_errors)
     if not staged:
         return []

@@ -124,7 +124,9 @@ def _pinned_to(pinned: ContextVar[Any], conn: Any, pool: bool) -> Iterator[None]
 def _driver(connection: sqlalchemy.Connection) -> psycopg.Connection[Any]:
     driver = connection.connection.driver_connection
     if not isinstance(driver, psycopg.Connection):
-        raise TypeError("bitemporal needs SQLAlchemy's psycopg 3 driver: postgresql+psycopg://")
+        raise errors.ConfigurationError(
+            "bitemporal needs SQLAlchemy's psycopg 3 driver: postgresql+psycopg://"
+        )
     return driver
 
 
@@ -133,10 +135,13 @@ async def _async_driver(
 ) -> psycopg.AsyncConnection[Any]:
     driver = (await connection.get_raw_connection()).driver_connection
     if not isinstance(driver, psycopg.AsyncConnection):
-        raise TypeError(
+        raise errors.ConfigurationError(
             "bitemporal needs SQLAlchemy's async psycopg 3 driver: postgresql+psycopg_async://"
         )
     return driver
+
+
+_BY_URL = "to connect by URL, call bitemporal.connect(url) or bitemporal.connect_async(url)"
 
 
 def _leaser(source: Connectable) -> Callable[[], AbstractContextManager[psycopg.Connection[Any]]]:
@@ -150,9 +155,10 @@ def _leaser(source: Connectable) -> Callable[[], AbstractContextManager[psycopg.
         return lambda: nullcontext(_driver(source.connection()))
     if isinstance(source, sqlalchemy.Connection):
         return lambda: nullcontext(_driver(source))
-    raise TypeError(
+    raise errors.ConfigurationError(
         "Store needs a psycopg Connection or ConnectionPool, or a SQLAlchemy Connection or "
-        f"Session, not {type(source).__name__}"
+        f"Session, not {type(source).__name__}",
+        hint=_BY_URL,
     )
 
 
@@ -176,9 +182,10 @@ def _async_leaser(
         source, sqlalchemy.ext.asyncio.AsyncSession | sqlalchemy.ext.asyncio.AsyncConnection
     ):
         return sqlalchemy_driver
-    raise TypeError(
+    raise errors.ConfigurationError(
         "AsyncStore needs a psycopg AsyncConnection or AsyncConnectionPool, or a SQLAlchemy "
-        f"AsyncConnection or AsyncSession, not {type(source).__name__}"
+        f"AsyncConnection or AsyncSession, not {type(source).__name__}",
+        hint=_BY_URL,
     )
 
 

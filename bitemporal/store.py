@@ -137,8 +137,10 @@ def connect(url: str | None = None, *, migrate: bool = False, pool_size: int = 0
     :class:`~bitemporal.errors.SchemaBehindError`) naming that command.
     ``migrate=True`` migrates to head first, for a role that may.
     """
-    if pool_size < 0:
-        raise errors.InvalidInputError(f"pool size must be positive, not {pool_size}")
+    if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 0:
+        raise errors.InvalidInputError(
+            f"pool_size must be a whole number (0: no pool, one connection), not {pool_size!r}"
+        )
     resolved = database_url(url)
     if migrate:
         migrations.migrate(resolved)

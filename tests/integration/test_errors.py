@@ -176,12 +176,48 @@ def test_unknown_key(store: Store, key: Key) -> None:
     assert store.facts.as_of(key) == []
 
 
-@pytest.mark.parametrize(
-    "version_id", ["1", 1.0, 1.5, True, None, b"1", [1], -1, 0, -(2**63), 2**63]
-)
-def test_malformed_version_id(store: Store, seeded: Key, version_id: object) -> None:
-    """An id that is not a whole number a version could have (bigint, from 1) is refused
-    before the database, naming the argument; the connection stays usable."""
+# Every method that takes the id of a version, an artifact or a passage.
+ID_CALLS: dict[str, tuple[str, Callable[[Store, Any], object]]] = {
+    "version": ("version_id", lambda store, id_: store.facts.version(id_)),
+    "evidence.add": ("version_id", lambda store, id_: store.evidence.add(id_, "a passage")),
+    "evidence.passages": ("version_id", lambda store, id_: store.evidence.passages(id_)),
+    "evidence.rank": ("a version id of scores", lambda store, id_: store.evidence.rank({id_: 1})),
+    "evidence.set_embedding": (
+        "evidence_id",
+        lambda store, id_: store.evidence.set_embedding(id_, [1.0]),
+    ),
+    "provenance.get": ("artifact_id", lambda store, id_: store.provenance.get(id_)),
+    "provenance.retire": ("artifact_id", lambda store, id_: store.provenance.retire(id_)),
+    "provenance.record": (
+        "an id of versions",
+        lambda store, id_: store.provenance.record("summary", "r", versions=[id_]),
+    ),
+    "provenance.dependents": (
+        "an id of artifacts",
+        lambda store, id_: store.provenance.dependents(artifacts=[id_]),
+    ),
+}
+
+
+@pytest.mark.parametrize("id_", [1.0, 1.5, -1, 0, -(2**63), 2**63])
+@pytest.mark.parametrize("call", ID_CALLS.values(), ids=ID_CALLS.keys())
+def test_malformed_id(
+    store: Store, seeded: Key, call: tuple[str, Callable[[Store, Any], object]], id_: object
+) -> None:
+    """An id that is not a whole number a row could have (bigint, from 1) is refused
+    before the database, naming the argument (not as 'bigint out of range', nor as a
+    function missing from an unmigrated schema); the connection stays usable."""
+    what, method = call
+    error = unchanged(store, seeded, InvalidInputError, lambda: method(store, id_))
+    assert str(error).startswith(
+        f"{what} must be a whole number from 1 to {2**63 - 1}, not {id_!r}"
+    )
+    [recorded] = store.facts.history(seeded)
+    assert store.facts.version(recorded.version_id) is not None
+
+
+@pytest.mark.parametrize("version_id", ["1", True, None, b"1", [1]])
+def test_version_id_of_another_type(store: Store, seeded: Key, version_id: object) -> None:
     error = unchanged(
         store,
         seeded,
@@ -191,8 +227,24 @@ def test_malformed_version_id(store: Store, seeded: Key, version_id: object) -> 
     assert str(error).startswith(
         f"version_id must be a whole number from 1 to {2**63 - 1}, not {version_id!r}"
     )
-    [recorded] = store.facts.history(seeded)
-    assert store.facts.version(recorded.version_id) is not None
+
+
+# Every argument that takes several items, given one.
+MANY_CALLS: dict[str, Callable[[Store], object]] = {
+    "record_many": lambda store: store.facts.record_many(RecordRow(Key("e", "a"), 1, "s")),  # type: ignore[arg-type]
+    "provenance.record": lambda store: store.provenance.record("summary", "r", versions=1),  # type: ignore[arg-type]
+    "provenance.dependents": lambda store: store.provenance.dependents(versions="12"),  # type: ignore[arg-type]
+    "memory.register_many": lambda store: store.memory("errors").register_many("item"),
+}
+
+
+@pytest.mark.parametrize("call", MANY_CALLS.values(), ids=MANY_CALLS.keys())
+def test_one_item_where_several_are_expected(
+    store: Store, seeded: Key, call: Callable[[Store], object]
+) -> None:
+    """A lone item, or a string (not a collection of its characters), is refused."""
+    error = unchanged(store, seeded, InvalidInputError, lambda: call(store))
+    assert "must be a list (or other iterable), not" in str(error)
 
 
 def test_version_by_id(store: Store, seeded: Key) -> None:

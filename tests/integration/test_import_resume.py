@@ -417,8 +417,9 @@ def test_several_jobs_need_a_pool(tmp_path: Path, database_url: str, store: Stor
     assert not store.facts.pooled
     with pytest.raises(InvalidInputError, match="the store is on one connection"):
         import_file(store.facts, str(path), jobs=2)
-    with pytest.raises(InvalidInputError, match="pool size must be positive"):
-        connect(database_url, pool_size=-1)
+    for size in (-1, "2", 1.5, True):
+        with pytest.raises(InvalidInputError, match="pool_size must be a whole number"):
+            connect(database_url, pool_size=size)  # type: ignore[arg-type]
     with connect(database_url, pool_size=2) as pooled:
         assert pooled.facts.pooled
         report = import_file(pooled.facts, str(path), jobs=2)

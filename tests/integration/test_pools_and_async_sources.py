@@ -141,7 +141,9 @@ async def test_connect_async_refuses_what_connect_refuses(empty_database_url: st
 
 
 def test_a_psycopg_connection_is_no_async_source(connect: Any) -> None:
-    with pytest.raises(TypeError, match="AsyncConnection"):
+    with pytest.raises(ConfigurationError, match="AsyncConnection"):
         AsyncStore(connect())
-    with pytest.raises(TypeError, match="ConnectionPool"):
+    with pytest.raises(ConfigurationError, match="ConnectionPool"):
         Store(psycopg)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"call bitemporal\.connect\(url\)"):
+        Store("postgresql://127.0.0.1:5432/test")  # type: ignore[arg-type]
