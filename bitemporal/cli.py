@@ -26,7 +26,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from importlib.metadata import version
 from typing import Any, NoReturn
@@ -113,17 +114,23 @@ def _url(args: argparse.Namespace) -> str:
 def _open(args: argparse.Namespace, pool_size: int = 0) -> Store:
     """A store on the database (on a pool of ``pool_size``, if given), or
     ConfigurationError saying why there is none."""
-    try:
+    with _reaching():
         return connect(_url(args), pool_size=pool_size)
+
+
+@contextmanager
+def _reaching() -> Iterator[None]:
+    """psycopg's and SQLAlchemy's (migrations') refusals of a malformed URL or an
+    unreachable server as one ConfigurationError; bitemporal's own errors (a refused
+    migration among them, some of which are ValueErrors too) pass as they are."""
+    try:
+        yield
+    except BitemporalError:
+        raise
     except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
-        raise _unreachable(exc) from exc
-
-
-def _unreachable(exc: Exception) -> ConfigurationError:
-    # psycopg and SQLAlchemy (migrations) refuse malformed URLs and unreachable servers
-    # with their own errors; their first line says which (SQLAlchemy appends a link).
-    reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
-    return ConfigurationError(f"cannot connect to the database: {reason}")
+        # Their first line says which (SQLAlchemy appends a link).
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+        raise ConfigurationError(f"cannot connect to the database: {reason}") from exc
 
 
 def _version_json(v: Version) -> dict[str, Any]:
@@ -172,7 +179,7 @@ def _db(args: argparse.Namespace) -> int:
     if args.db_command == "notify":
         return _notify(args)
     url = _url(args)
-    try:
+    with _reaching():
         if args.db_command == "upgrade":
             migrations.migrate(
                 url, args.revision, partitions=args.partitions, citus=args.citus or None
@@ -181,8 +188,6 @@ def _db(args: argparse.Namespace) -> int:
             migrations.downgrade(url, args.revision, force=args.force)
         else:
             print(migrations.current(url) or "(not migrated)")
-    except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
-        raise _unreachable(exc) from exc
     return 0
 
 
@@ -339,10 +344,8 @@ def _import(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     # The demo makes its own scratch database on the server: the driver's errors there
     # (an unreachable server, a malformed URL) are those of _open's.
-    try:
+    with _reaching():
         demo.run(sys.stdout, getattr(args, "url", None))
-    except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
-        raise _unreachable(exc) from exc
     return 0
 
 

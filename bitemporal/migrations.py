@@ -558,7 +558,13 @@ def _connection(target: Target) -> Iterator[Connection]:
         else create_engine(sqlalchemy_url(database_url(target)), poolclass=pool.NullPool)
     )
     try:
-        with engine.begin() as connection:
+        try:
+            connection = engine.connect()
+        except exc.DBAPIError as error:
+            # Never connected, so not ConnectionLostError's "reconnect and retry".
+            reason = " ".join(str(error.orig).split())
+            raise ConfigurationError(f"cannot connect to the database: {reason}") from error
+        with connection, connection.begin():
             yield connection
     finally:
         if not isinstance(target, Engine):

@@ -384,12 +384,19 @@ def test_the_installed_command_prints_no_traceback(database_url: str, argv: list
     assert err.startswith("bitemporal: error: ") and len(err.splitlines()) == 1, err
 
 
-def test_the_unreachable_server_of_issue_13() -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["resolve", "E", "A"], ["db", "upgrade"], ["db", "current"], ["db", "downgrade", "base"]],
+    ids=" ".join,
+)
+def test_the_unreachable_server_of_issue_13(command: list[str]) -> None:
     """``bitemporal --url postgresql://127.0.0.1:1/x resolve E A``, exactly, through the
-    installed console script: exit 1, nothing on stdout, exactly one line on stderr."""
+    installed console script: exit 1, nothing on stdout, exactly one line on stderr; the
+    same for the migration commands, which once said the connection was lost (and to
+    retry), of one that never was."""
     script = Path(sys.executable).parent / "bitemporal"
     result = subprocess.run(
-        [str(script), "--url", "postgresql://127.0.0.1:1/x", "resolve", "E", "A"],
+        [str(script), "--url", "postgresql://127.0.0.1:1/x", *command],
         check=False,
         capture_output=True,
         text=True,

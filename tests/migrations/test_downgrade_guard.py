@@ -103,7 +103,9 @@ def test_empty_tables_go_without_force(
     assert migrations.current(url) is None
 
 
-def test_application_tables_are_never_dropped(migrated_database_url: str) -> None:
+def test_application_tables_are_never_dropped(
+    migrated_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = migrated_database_url
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.plan (code text PRIMARY KEY, price int)")
@@ -115,6 +117,12 @@ def test_application_tables_are_never_dropped(migrated_database_url: str) -> Non
             TableDefinitionError, match="application tables still exist: public.plan"
         ):
             bitemporal.downgrade(url, "0005", force=force)
+    # The command says so as it is, not as a server it could not reach.
+    code, _, err = run_cli(capsys, "--url", url, "db", "downgrade", "base")
+    assert code == 1 and err == (
+        "bitemporal: error: bitemporal application tables still exist: public.plan "
+        "(Downgrade the application's migrations that created them first.)\n"
+    )
     assert migrations.current(url) == migrations.head()
 
 

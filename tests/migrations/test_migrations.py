@@ -10,6 +10,7 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from bitemporal import migrations
+from bitemporal.errors import ConfigurationError
 from tests.helpers import DatabaseFactory, catalog
 
 pytestmark = pytest.mark.not_on_citus(
@@ -113,3 +114,19 @@ def test_sql_files_are_frozen_and_each_loaded_once() -> None:
             )
             assert newer_first, f"{family}: a newer file must be loaded by a later migration"
         latest[family] = max(latest.get(family, (0, "")), (version, revision))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda url: migrations.migrate(url),
+        lambda url: migrations.downgrade(url, "base"),
+        lambda url: migrations.current(url),
+    ],
+    ids=["migrate", "downgrade", "current"],
+)
+def test_an_unreachable_server_is_a_configuration_error(call: Any) -> None:
+    """As for bitemporal.connect: no connection was ever made, so it is not one lost (whose
+    hint says to reconnect and retry)."""
+    with pytest.raises(ConfigurationError, match="^cannot connect to the database: .*refused"):
+        call("postgresql://127.0.0.1:1/x")
