@@ -44,8 +44,8 @@ from .errors import (
     InvalidInputError,
     InvalidValueError,
 )
-from .formatting import human_duration, shown, stamp
-from .importing import check_jobs, import_file
+from .formatting import counted, human_duration, shown, stamp
+from .importing import check_jobs, import_file, source_name
 from .jsonvalues import dumps
 from .jsonvalues import parse as parse_json
 from .model import Answer, Key, Status, Version
@@ -329,13 +329,13 @@ def _import(args: argparse.Namespace) -> int:
                 jobs=jobs,
             )
         except ImportFailed as exc:
-            fail(f"{args.file}: {exc}")
+            fail(f"{source_name(args.file)}: {exc}")
             print_problems(exc)
             return 1
-    batches = "batch" if report.batches == 1 else "batches"
     print(
-        f"imported {report.rows:,} rows from {args.file}: {report.created:,} created, "
-        f"{report.unchanged:,} unchanged (already known), in {report.batches:,} {batches} "
+        f"imported {counted(report.rows, 'row')} from {source_name(args.file)}: "
+        f"{report.created:,} created, {report.unchanged:,} unchanged (already known), "
+        f"in {counted(report.batches, 'batch', 'batches')} "
         f"(one transaction each), {report.seconds:.1f} s"
     )
     return 0
@@ -503,7 +503,9 @@ def parser() -> argparse.ArgumentParser:
         "nothing, the import stops there, and the batches before it stay imported. "
         "Importing rows already recorded writes nothing new.",
     )
-    ingest.add_argument("file")
+    ingest.add_argument(
+        "file", help="the CSV or JSON Lines file; - reads standard input (give --format)"
+    )
     ingest.add_argument("--format", choices=["csv", "jsonl"], help="default: from the file name")
     ingest.add_argument(
         "--batch-size", type=_count_arg, default=10_000, help="rows per batch (default 10000)"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from .errors import ImportFailed
-from .formatting import format_table, stamp
+from .formatting import counted, format_table, stamp
 from .jsonvalues import dumps
 from .model import Version
 
@@ -37,7 +37,7 @@ class Progress:
             bar = f"[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%} "
         else:
             bar = ""
-        text = f"{bar}{rows:,} rows, {elapsed:.1f} s, {rate}"
+        text = f"{bar}{counted(rows, 'row')}, {elapsed:.1f} s, {rate}"
         if self.tty:
             self.stream.write(f"\r{text}" + ("\n" if final else ""))
         else:

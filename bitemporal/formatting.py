@@ -17,6 +17,11 @@ def shown(text: str) -> str:
     return repr(text) if len(text) <= _SHOWN else f"{text[:_SHOWN]!r}... ({len(text):,} characters)"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` as English writes them: "1 row", "2,000 rows", "0 batches"."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def stamp(t: datetime | None) -> str:
     """A UTC stamp, as precise as ``t`` needs; ``None`` (an open end) renders as empty."""
     if t is None:

@@ -24,11 +24,13 @@ import json
 import os
 import queue
 import random
+import sys
 import threading
 import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,7 +47,7 @@ from .errors import (
     SerializationError,
     TransientError,
 )
-from .formatting import shown
+from .formatting import counted, shown
 from .jsonvalues import parse as parse_json
 from .periods import parse_instant, to_optional_instant
 from .record_many import DEFAULT_MAX_ERRORS, FIELDS
@@ -168,10 +170,28 @@ def read_jsonl(stream: Iterable[str]) -> Iterator[FileRow]:
             yield line, exc
 
 
+#: The path that means standard input, as for most Unix commands (its format must be given).
+STDIN = "-"
+
+
+def source_name(path: str) -> str:
+    """How messages name the file at ``path``."""
+    return "standard input" if path == STDIN else path
+
+
+def _opened(path: str) -> AbstractContextManager[IO[bytes]]:
+    # Standard input is read, never closed: it is the process's, not the import's.
+    return nullcontext(sys.stdin.buffer) if path == STDIN else open(path, "rb")
+
+
 def file_format(path: str, given: str | None) -> str:
     """``csv`` or ``jsonl``: as given, else from the file name's extension."""
     if given:
         return given
+    if path == STDIN:
+        raise InvalidInputError(
+            "cannot tell the format of standard input", hint="pass --format csv|jsonl"
+        )
     suffix = Path(path).suffix.lower()
     if suffix == ".csv":
         return "csv"
@@ -199,7 +219,7 @@ class ImportReport:
         # Not last_line: a CSV file's header is line 1, read through before any row commits.
         if not self.rows:
             return f"nothing of {path} was committed"
-        return f"lines 1-{self.last_line} of {path} were committed ({self.rows:,} rows)"
+        return f"lines 1-{self.last_line} of {path} were committed ({counted(self.rows, 'row')})"
 
 
 class _CountingLines:
@@ -233,7 +253,8 @@ def import_file(
     progress: OnProgress | None = None,
     jobs: int = 1,
 ) -> ImportReport:
-    """Import a CSV or JSON Lines file through ``facts.record_many``, ``batch_size`` rows
+    """Import a CSV or JSON Lines file (``path`` :data:`STDIN`: standard input, whose
+    ``fmt`` must be given) through ``facts.record_many``, ``batch_size`` rows
     per batch, each batch its own transaction (on an autocommit store). On the first bad
     batch, raises :class:`ImportFailed` with its bad rows by file line; the batches before
     it stay imported. ``progress``, if given, is called after each batch with the rows
@@ -260,7 +281,7 @@ def import_file(
         )
     kind = file_format(path, fmt)
     report = ImportReport()
-    with open(path, "rb") as raw:
+    with _opened(path) as raw:
         try:
             settled: set[Group] = set()
             if raw.seekable():  # a pipe is read once: its groups are recorded again
@@ -278,7 +299,7 @@ def import_file(
             )
             failed = exc if isinstance(exc, ImportFailed) else None
             raise ImportFailed(
-                f"{exc}; {report.committed(path)}; {retry}",
+                f"{exc}; {report.committed(source_name(path))}; {retry}",
                 rows=failed.rows if failed else [],
                 total=failed.total if failed else 0,
                 report=report,
@@ -658,10 +679,9 @@ def _fail(
     max_errors: int,
 ) -> NoReturn:
     first, last = batch[0][0], batch[-1][0]
-    plural = "" if total == 1 else "s"
     raise ImportFailed(
-        f"{total} bad row{plural} in the batch of lines {first}-{last}: nothing of that batch was "
-        f"written",
+        f"{counted(total, 'bad row')} in the batch of lines {first}-{last}: "
+        "nothing of that batch was written",
         rows=problems[:max_errors],
         total=total,
         report=report,

@@ -40,6 +40,7 @@ from .errors import (
     error_for,
     translate,
 )
+from .formatting import counted
 
 SCHEMA = "bitemporal"
 VERSION_TABLE = "alembic_version"
@@ -447,7 +448,7 @@ def _downgrade_keeping_data(
         return
     savepoint.rollback()
     lost = {t: _rows(connection, t) for t in dropped}
-    listed = ", ".join(f"{t} ({n} {'row' if n == 1 else 'rows'})" for t, n in lost.items())
+    listed = ", ".join(f"{t} ({counted(n, 'row')})" for t, n in lost.items())
     raise DowngradeWouldLoseDataError(
         f"downgrading to {revision} would drop {len(lost)} tables holding data, "
         f"lost for good: {listed}; nothing was changed",

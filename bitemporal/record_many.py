@@ -29,6 +29,7 @@ from .errors import (
     InvalidValueError,
     check_optional_text,
 )
+from .formatting import counted
 from .jsonvalues import JSON
 from .model import Key, Recorded, check_key, check_key_part, check_many, json_text
 from .operations import Copy, Statement, Steps
@@ -215,9 +216,8 @@ def batch_error(errors: list[tuple[int, str | None, str]], total: int) -> BatchE
     """A :class:`BatchError` for bad rows found before the database, worded as the SQL
     function's."""
     line, _, reason = errors[0]
-    plural = "" if total == 1 else "s"
     return BatchError(
-        f"{total} bad row{plural} in the batch, nothing written; line {line}: {reason}",
+        f"{counted(total, 'bad row')} in the batch, nothing written; line {line}: {reason}",
         hint="fix or drop the rows listed (line = 1-based position in the batch) "
         "and send the batch again",
         errors=errors,

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from contextlib import nullcontext
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -22,18 +23,22 @@ from tests.helpers import run_cli
 
 
 def run_command(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, stdin: str | Path = ""
 ) -> subprocess.CompletedProcess[str]:
     """``bitemporal ARGS`` as a user runs it, in a process of its own (``env``: its
-    environment, default this one's): exit code, standard output and error as text."""
-    return subprocess.run(
-        [sys.executable, "-m", "bitemporal", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
+    environment, default this one's; ``stdin``: text through a pipe, or a file redirected
+    to it): exit code, standard output and error as text."""
+    with stdin.open() if isinstance(stdin, Path) else nullcontext() as redirected:
+        return subprocess.run(
+            [sys.executable, "-m", "bitemporal", *args],
+            input=stdin if isinstance(stdin, str) else None,
+            stdin=redirected,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
 
 
 def test_record_resolve_history_retract(
@@ -159,6 +164,47 @@ def test_errors_are_reported_not_raised(
                   "--source", "s", "--valid-from", "2026-01-01T00:00:00"])  # fmt: skip
     err = capsys.readouterr().err
     assert usage.value.code == 2 and "no time zone" in err and "2026-09-01T10:00:00Z" in err, err
+
+
+def test_import_reads_standard_input_as_dash(database_url: str, key: Key) -> None:
+    """``... | bitemporal import - --format csv``, as most Unix commands read a pipe; the
+    messages name standard input, and one row is "1 row"."""
+    rows = f"entity,attribute,source,value\n{key.entity},{key.attribute},s,1\n"
+    done = run_command("--url", database_url, "import", "-", "--format", "csv", stdin=rows)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("imported 1 row from standard input: 1 created, "), done.stdout
+    assert "in 1 batch " in done.stdout and "1 row, " in done.stderr, done
+    # Without --format nothing tells the format; a bad row is named by its line.
+    refused = run_command("--url", database_url, "import", "-", stdin=rows)
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        "bitemporal: error: cannot tell the format of standard input (pass --format csv|jsonl)\n",
+    )
+    bad = f"entity,attribute,source,value\n{key.entity},{key.attribute},s,1\n{key.entity},x\n"
+    failed = run_command("--url", database_url, "import", "-", "--format", "csv", stdin=bad)
+    assert failed.returncode == 1 and failed.stderr.startswith(
+        "bitemporal: error: standard input: 1 bad row in the batch of lines 2-3"
+    ), failed.stderr
+    assert "nothing of standard input was committed" in failed.stderr, failed.stderr
+    history = run_command("--url", database_url, "history", key.entity, key.attribute, "--json")
+    assert [v["value"] for v in json.loads(history.stdout)] == [1], history
+
+
+def test_import_of_standard_input_again(database_url: str, key: Key, tmp_path: Path) -> None:
+    """Two rows of one key without known_at: a file redirected to standard input is read
+    twice, so importing it again writes nothing; a pipe is read once, so it writes them
+    again (as docs/bulk-ingestion.md says)."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "entity,attribute,source,value,valid_from\n"
+        f"{key.entity},{key.attribute},s,1,\n{key.entity},{key.attribute},s,2,2027-01-01\n"
+    )
+    command = ("--url", database_url, "import", "-", "--format", "csv", "--quiet")
+    created = [
+        run_command(*command, stdin=given).stdout.split(": ")[1].split(",")[0]
+        for given in (rows, rows, rows.read_text())
+    ]
+    assert created == ["2 created", "0 created", "2 created"]
 
 
 def test_an_imported_time_without_offset_says_what_to_write(
