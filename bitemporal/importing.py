@@ -112,7 +112,12 @@ def read_csv(stream: Iterable[str]) -> Iterator[FileRow]:
     """(file line, row or problem) for every record of a CSV file with a header naming
     the fields (``FIELDS``; ``value`` as JSON text; empty = None)."""
     reader = csv.DictReader(stream, strict=True)
-    header = reader.fieldnames or []
+    if reader.fieldnames is None:
+        raise InvalidInputError(
+            "the file is empty: a CSV file starts with a header naming its columns",
+            hint=f"e.g. {','.join(FIELDS)}",
+        )
+    header = list(reader.fieldnames)
     unknown = [name for name in header if name not in FIELDS]
     missing = [name for name in ("entity", "attribute", "source", "value") if name not in header]
     if unknown or missing:
@@ -121,9 +126,12 @@ def read_csv(stream: Iterable[str]) -> Iterator[FileRow]:
             problems.append(f"unknown column(s) {', '.join(unknown)}")
         if missing:
             problems.append(f"missing column(s) {', '.join(missing)}")
+        # A spreadsheet's export with another separator reads as one column.
+        other = [c for c in ";\t|" if len(header) == 1 and c in header[0]]
         raise InvalidInputError(
             f"CSV header {','.join(header)!r}: {'; '.join(problems)}",
-            hint=f"expected {','.join(FIELDS)}",
+            hint=f"expected {','.join(FIELDS)}"
+            + (f", separated by commas, not {other[0]!r}" if other else ""),
         )
     first = reader.line_num + 1
     while True:

@@ -730,6 +730,14 @@ def test_import_reports_bad_rows_by_file_line(
     csv_file.write_text("entity,attribute,what\n", encoding="utf-8")
     code = cli.main(["--url", database_url, "import", str(csv_file)])
     assert code == 1 and "unknown column(s) what" in capsys.readouterr().err
+    # An empty file, and a spreadsheet's export separated by semicolons, say so.
+    for text, said in (
+        ("", "the file is empty: a CSV file starts with a header naming its columns"),
+        ("entity;attribute;source;value\n", "separated by commas, not ';'"),
+    ):
+        csv_file.write_text(text, encoding="utf-8")
+        code = cli.main(["--url", database_url, "import", str(csv_file)])
+        assert code == 1 and said in capsys.readouterr().err
 
 
 def test_rows_are_checked_like_record(store: Store, key: Key) -> None:
