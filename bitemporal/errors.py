@@ -78,10 +78,12 @@ class InvalidValueError(InvalidInputError):
     cannot encode (NaN, sets, objects, nesting too deep); a value with a ``\\u0000``
     character, which jsonb cannot store (SQLSTATE 22P05); an application table's column value
     PostgreSQL refuses (malformed, out of range, the table's own NOT NULL or CHECK: class 22,
-    23502, 23514); a JSON value (of a fact, of an application table's ``jsonb`` column, or an
-    artifact's ``detail``, however written, a hand-written ``INSERT`` included) nesting arrays
-    and objects more than 256 deep, or holding a number of magnitude 10^4300 or more (over 4300
-    integer digits, what Python can read back)."""
+    23502, 23514); a value too large for PostgreSQL (a jsonb string over 256 MB, an
+    application table's key too long for its index: 54000); a JSON value (of a fact, of an
+    application table's ``jsonb`` column, or an artifact's ``detail``, however written, a
+    hand-written ``INSERT`` included) nesting arrays and objects more than 256 deep, or
+    holding a number of magnitude 10^4300 or more (over 4300 integer digits, what Python can
+    read back)."""
 
     sqlstate = "BT007"
 
@@ -484,8 +486,9 @@ _BY_SQLSTATE: dict[str, type[BitemporalError]] = {
 }
 
 
-# not_null_violation, check_violation
-_BAD_ROW = frozenset({"23502", "23514"})
+# not_null_violation, check_violation, program_limit_exceeded (a value too large for
+# PostgreSQL: a jsonb string over 256 MB, an application table's key too long to index)
+_BAD_ROW = frozenset({"23502", "23514", "54000"})
 
 # SQLSTATEs of transient failures besides the one each class declares.
 _TRANSIENT: dict[str, type[TransientError]] = {
@@ -565,8 +568,8 @@ def error_for(exc: psycopg.Error) -> BitemporalError:
     if cls is None and sqlstate.startswith("08"):
         cls = ConnectionLostError
     if cls is None and (sqlstate.startswith("22") or sqlstate in _BAD_ROW):
-        # A column value PostgreSQL refused (application tables: a malformed
-        # number, a string too long, the table's own NOT NULL or CHECK).
+        # A value PostgreSQL refused (application tables: a malformed number, a
+        # string too long, the table's own NOT NULL or CHECK; any value too large).
         cls = InvalidValueError
     if cls is None:
         return DatabaseError(
