@@ -18,6 +18,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from .errors import InvalidInputError
 from .formatting import human_time, human_value
 from .jsonvalues import JSON
 from .model import Status
@@ -290,6 +291,9 @@ def check_reply(claims: Claims, text: str) -> CheckReport:
     as words, and a few cue words for the status ("unknown", "disagree",
     "announced"/"from"/"will", "as recorded"/"corrected").
     """
+    if not isinstance(text, str):
+        # A model that answered nothing gives None: say so, not a regex's TypeError.
+        raise InvalidInputError(f"a reply to check must be text, not {type(text).__name__}")
     dates = _find_dates(text)
     numbers = _numbers(text, dates, [float(v) for v in claims.values if _is_number(v)])
     findings: list[Finding] = []

@@ -16,6 +16,7 @@ import pytest
 from bitemporal import (
     Explanation,
     Interpretation,
+    InvalidInputError,
     Key,
     KnowledgeTimeInFutureError,
     Status,
@@ -285,6 +286,10 @@ def test_errors(store: Store, key: Key, example: Key) -> None:
         store.facts.explain(key.__class__(key.entity, "never-recorded"))
     with pytest.raises(KnowledgeTimeInFutureError):
         store.facts.explain(example, known_at=at("2026-10-01"), now=NOW)
+    explanation = store.facts.explain(example, now=NOW)
+    for reply in (None, b"80 MB", 80):
+        with pytest.raises(InvalidInputError, match="a reply to check must be text, not"):
+            explanation.check(reply)  # type: ignore[arg-type]
 
 
 def test_interpretation_enum_is_shared(store: Store, example: Key) -> None:
