@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 import psycopg
+import psycopg_pool
 
 
 class BitemporalError(Exception):
@@ -151,7 +152,9 @@ class PermissionDeniedError(BitemporalError, PermissionError):
 class ConfigurationError(BitemporalError):
     """The database cannot be reached or set up as configured, or a store is built on
     something that is not a connection, pool or SQLAlchemy session of the right driver (a
-    URL string among them: ``bitemporal.connect(url)`` connects by URL)."""
+    URL string among them: ``bitemporal.connect(url)`` connects by URL), or a store is used
+    after its connection or pool was closed on purpose (a connection the server ended is a
+    :class:`ConnectionLostError`)."""
 
 
 class DatabaseError(BitemporalError):
@@ -532,10 +535,22 @@ def check_optional_text(
     return check_text(what, value, error)
 
 
+def closed_store(what: str) -> ConfigurationError:
+    """The error of a call on a store whose connection or pool (``what``) was closed on
+    purpose: not a lost connection, which is worth a retry."""
+    return ConfigurationError(
+        f"the store's {what} is closed (by store.close(), the end of the store's with "
+        f"block, or whoever owns the {what})",
+        hint=f"open a new store: bitemporal.connect(), or Store(an open {what})",
+    )
+
+
 def _client_error_for(exc: psycopg.Error) -> BitemporalError:
     # Raised by the driver itself, with no SQLSTATE from the server.
     if isinstance(exc, psycopg.DataError):  # e.g. a NUL in a text parameter
         return InvalidInputError(f"a value cannot be sent to the database: {exc}")
+    if isinstance(exc, psycopg_pool.PoolClosed):
+        return closed_store("pool")
     if isinstance(exc, psycopg.OperationalError):  # the connection is gone
         return ConnectionLostError(
             f"the connection to the database was lost: {exc}", hint=ConnectionLostError.default_hint

@@ -89,9 +89,17 @@ BEGIN_IMPLICIT = "SELECT 1"
 _NOT_ATOMIC = nullcontext()
 
 
+def _check_open(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    # Closed on purpose (not broken, which is a lost connection and worth a retry): the
+    # driver would say the same as for a lost one, whose hint is to reconnect and retry.
+    if conn.closed and not conn.broken:
+        raise errors.closed_store("connection")
+
+
 def _scope(access: Access, conn: psycopg.Connection[Any]) -> AbstractContextManager[Any]:
     """What a call's statements run in on ``conn`` (:func:`plan`): ``conn.transaction()``,
     the caller's implicit transaction opened first where it must be, or nothing."""
+    _check_open(conn)
     begin, atomic = plan(access, conn)
     if begin:
         conn.execute(BEGIN_IMPLICIT)
@@ -102,6 +110,7 @@ async def _async_scope(
     access: Access, conn: psycopg.AsyncConnection[Any]
 ) -> AbstractAsyncContextManager[Any]:
     """:func:`_scope` for the async API."""
+    _check_open(conn)
     begin, atomic = plan(access, conn)
     if begin:
         await conn.execute(BEGIN_IMPLICIT)

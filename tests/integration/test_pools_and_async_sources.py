@@ -20,7 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 import bitemporal
 from bitemporal import AsyncStore, Key, Status, Store
-from bitemporal.errors import ConfigurationError, InvalidKeyError, SchemaNotMigratedError
+from bitemporal.errors import (
+    ConfigurationError,
+    ConnectionLostError,
+    InvalidKeyError,
+    SchemaNotMigratedError,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -147,3 +152,32 @@ def test_a_psycopg_connection_is_no_async_source(connect: Any) -> None:
         Store(psycopg)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"call bitemporal\.connect\(url\)"):
         Store("postgresql://127.0.0.1:5432/test")  # type: ignore[arg-type]
+
+
+async def test_a_closed_store_says_so(database_url: str, key: Key) -> None:
+    """A call on a store whose connection or pool was closed on purpose is a
+    ConfigurationError saying so, not ConnectionLostError's "lost ... reconnect and retry"
+    (the driver says the same of both); a connection the server ended is still lost."""
+    closed: list[Store] = []
+    with bitemporal.connect(database_url) as store:
+        closed.append(store)
+    conn = psycopg.connect(database_url, autocommit=True)
+    closed.append(Store(conn))
+    conn.close()
+    pool = psycopg_pool.ConnectionPool(database_url, min_size=1, max_size=1, open=True)
+    closed.append(Store(pool))
+    pool.close()
+    for store, what in zip(closed, ("connection", "connection", "pool"), strict=True):
+        with pytest.raises(ConfigurationError, match=f"^the store's {what} is closed"):
+            store.facts.resolve(key)
+    async_conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+    await async_conn.close()
+    with pytest.raises(ConfigurationError, match="^the store's connection is closed"):
+        await AsyncStore(async_conn).facts.resolve(key)
+    # Ended by the server: lost, and a retry on a new connection is the remedy.
+    ended = psycopg.connect(database_url, autocommit=True)
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (ended.info.backend_pid,))
+    for _ in range(2):  # the call that finds it ended, and the next
+        with pytest.raises(ConnectionLostError):
+            Store(ended).facts.resolve(key)
