@@ -55,6 +55,7 @@ from .errors import (
     AppendOnlyError,
     BitemporalError,
     DatabaseError,
+    InvalidInputError,
     InvalidKeyError,
     InvalidValueError,
     error_for,
@@ -227,6 +228,15 @@ def _row(session: Session, obj: Bitemporal) -> dict[str, Any]:
     return row
 
 
+def _check_session(session: object, function: str) -> None:
+    # Before the session is used: a wrong argument is no failure of the session.
+    if not isinstance(session, Session):
+        raise InvalidInputError(
+            f"{function}() needs a SQLAlchemy Session, not {type(session).__name__}",
+            hint="e.g. with Session(engine) as session: ...",
+        )
+
+
 def record(
     session: Session,
     row: Bitemporal,
@@ -245,6 +255,13 @@ def record(
     or ``session.get(Model, version_id)``. A column left unset takes its client-side
     default (``Sequence``, ``default=uuid.uuid4``), written back to the instance.
     """
+    _check_session(session, "record")
+    if not isinstance(row, Bitemporal) or isinstance(row, type):
+        raise InvalidInputError(
+            f"record() takes an instance of a bitemporal model, not {row!r}",
+            hint="a mapped class with the bitemporal.orm.Bitemporal mixin, e.g. "
+            "record(session, Price(sku='A1', amount=10))",
+        )
     with _translated():
         session.flush()
         values = _row(session, row)
@@ -265,6 +282,7 @@ def retract(
     """Sequenced delete of ``key`` over ``[valid_from, valid_to)`` through the table's
     ``_retract`` function, in the session's transaction (flushed first, as :func:`record`);
     returns the ended versions."""
+    _check_session(session, "retract")
     with _translated():
         session.flush()
         return Store(session).app_tables.retract(

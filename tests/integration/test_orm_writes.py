@@ -6,6 +6,7 @@ a bitemporal table's <table>_key table, created by an Alembic operation."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -40,7 +41,14 @@ from sqlalchemy.orm import (
 )
 
 import bitemporal.alembic_ops  # noqa: F401 - registers the operations
-from bitemporal import AppendOnlyError, BitemporalError, InvalidValueError, Period, Store
+from bitemporal import (
+    AppendOnlyError,
+    BitemporalError,
+    InvalidInputError,
+    InvalidValueError,
+    Period,
+    Store,
+)
 from bitemporal.database import sqlalchemy_url
 from bitemporal.orm import Bitemporal, as_of, current_only, eligible, history, record, retract
 
@@ -203,6 +211,27 @@ def recorded_contract(engine: sqlalchemy.Engine, terms: str = "net 30") -> tuple
 def stored(engine: sqlalchemy.Engine, key: uuid.UUID) -> list[tuple[int, str]]:
     with Session(engine) as session:
         return [(v.version_id, v.terms) for v in session.scalars(history(Contract, id=key))]
+
+
+def test_wrong_arguments_are_refused_before_the_session_is_used(
+    engine: sqlalchemy.Engine,
+) -> None:
+    """Not a "session failed ... roll the session back" (a DatabaseError) nor an
+    AttributeError: what record and retract take, said before anything is sent."""
+    cid, key = recorded_contract(engine)
+    before = stored(engine, key)
+    contract = Contract(id=key, customer_id=cid, terms="net 60")
+    with Session(engine) as session:
+        for call, said in (
+            (lambda: record(session, Contract), "record() takes an instance of a bitemporal"),  # type: ignore[arg-type]
+            (lambda: record(session, object()), "record() takes an instance of a bitemporal"),  # type: ignore[arg-type]
+            (lambda: record(engine, contract), "record() needs a SQLAlchemy Session, not Engine"),  # type: ignore[arg-type]
+            (lambda: retract(engine, Contract, {"id": key}), "retract() needs a SQLAlchemy"),  # type: ignore[arg-type]
+        ):
+            with pytest.raises(InvalidInputError, match=re.escape(said)):
+                call()
+        assert session.scalars(history(Contract, id=key)).one().terms == before[0][1]
+    assert stored(engine, key) == before
 
 
 def test_an_orm_update_is_refused_naming_record(engine: sqlalchemy.Engine) -> None:
