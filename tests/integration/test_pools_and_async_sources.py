@@ -175,9 +175,12 @@ async def test_a_closed_store_says_so(database_url: str, key: Key) -> None:
     with pytest.raises(ConfigurationError, match="^the store's connection is closed"):
         await AsyncStore(async_conn).facts.resolve(key)
     # Ended by the server: lost, and a retry on a new connection is the remedy.
-    ended = psycopg.connect(database_url, autocommit=True)
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (ended.info.backend_pid,))
-    for _ in range(2):  # the call that finds it ended, and the next
-        with pytest.raises(ConnectionLostError):
-            Store(ended).facts.resolve(key)
+    with (
+        psycopg.connect(database_url, autocommit=True) as ended,
+        psycopg.connect(database_url, autocommit=True) as admin,
+    ):
+        # integer: Citus adds a pg_terminate_backend(bigint) that a smallint cannot choose.
+        admin.execute("SELECT pg_terminate_backend(%s::integer)", (ended.info.backend_pid,))
+        for _ in range(2):  # the call that finds it ended, and the next
+            with pytest.raises(ConnectionLostError):
+                Store(ended).facts.resolve(key)
